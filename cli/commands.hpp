@@ -1,0 +1,30 @@
+// The `dtwin` subcommands and what they share: scenario options and the exit-code policy.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dtwin {
+
+/// Exit code for bad input: a malformed scenario, override or schedule request.
+inline constexpr int kExitBadInput = 2;
+
+/// A scenario file and its `--set key.path=value` overrides.
+struct ScenarioOptions {
+  std::string path;
+  std::vector<std::string> overrides;
+};
+
+/// Adds the positional SCENARIO argument and the repeatable --set option.
+void add_scenario_options(CLI::App& cmd, ScenarioOptions& options);
+
+/// Runs a command body and maps failures to exit codes: bad input (ConfigError,
+/// std::invalid_argument) prints "error: ..." and returns 2; a schedule that breaks a validator
+/// rule returns 1 with the validator's grid; other exceptions return 1.
+int run_guarded(const std::function<int()>& body);
+
+void add_schedule_command(CLI::App& app, int& exit_code);
+
+}  // namespace dtwin

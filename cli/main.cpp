@@ -1,0 +1,18 @@
+// dtwin: one schedule, simulated with SimGrid and executed with LibTorch.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  dtwin::add_schedule_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : dtwin::kExitBadInput;
+  }
+  return exit_code;
+}

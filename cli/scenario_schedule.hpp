@@ -1,0 +1,17 @@
+// The bridge from a scenario to the validated schedule that every command executes.
+#pragma once
+
+#include "models/scenario.hpp"
+#include "schedules/schedule.hpp"
+
+namespace dtwin {
+
+/// The schedule layout of a scenario (dp, pp, virtual stages, microbatches, DP sync).
+sched::Layout schedule_layout(const Scenario& scenario);
+
+/// Generates the scenario's schedule, validates it as compute-only, lowers it unless
+/// `compute_only`, and validates the result. Throws sched::ScheduleError if a generator or pass
+/// breaks a rule, std::invalid_argument if the layout does not suit the schedule.
+sched::Schedule build_schedule(const Scenario& scenario, bool compute_only = false);
+
+}  // namespace dtwin

@@ -1,0 +1,52 @@
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/scenario_schedule.hpp"
+#include "models/scenario_loader.hpp"
+#include "schedules/dry_run.hpp"
+#include "schedules/format.hpp"
+
+namespace dtwin {
+namespace {
+
+struct ScheduleOptions {
+  ScenarioOptions scenario;
+  bool compute_only = false;
+  bool dry_run = false;
+  std::string format = "text";
+};
+
+int run_schedule(const ScheduleOptions& options) {
+  const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  const sched::Schedule schedule = build_schedule(scenario, options.compute_only);
+  const sched::DryRun dry = sched::dry_run(schedule);
+  if (options.format == "json") {
+    std::cout << sched::to_json(schedule, options.dry_run ? &dry : nullptr);
+    return 0;
+  }
+  std::cout << (options.format == "csv" ? sched::to_csv(schedule) : sched::to_text(schedule));
+  if (options.dry_run) {
+    std::printf("# dry run (F, I, W = 1 unit, B = 2, communication = 0): %g units, bubble %.4f\n",
+                dry.step_units, dry.bubble_fraction());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_schedule_command(CLI::App& app, int& exit_code) {
+  auto options = std::make_shared<ScheduleOptions>();
+  CLI::App* cmd = app.add_subcommand("schedule", "Print the validated schedule of a scenario");
+  add_scenario_options(*cmd, options->scenario);
+  cmd->add_flag("--compute-only", options->compute_only,
+                "Print the generator's F/B/I/W actions without communication, sync or OPTIM");
+  cmd->add_option("--format", options->format, "Output format")
+      ->check(CLI::IsMember({"text", "csv", "json"}));
+  cmd->add_flag("--dry-run", options->dry_run,
+                "Add the unit-time step count and bubble fraction of the schedule");
+  cmd->callback(
+      [options, &exit_code] { exit_code = run_guarded([&] { return run_schedule(*options); }); });
+}
+
+}  // namespace dtwin

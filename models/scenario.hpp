@@ -1,0 +1,87 @@
+// A scenario: the model, the parallel layout, the training settings, the cluster and the
+// runtime of one dtwin job, as read from a YAML file (see scenarios/quickstart.yaml).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtwin {
+
+/// Transformer dimensions. Only `family: llama` is accepted for now.
+struct ModelSpec {
+  std::string family;  ///< "llama"
+  int vocab_size = 0;
+  int d_model = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int ffn_hidden = 0;  ///< width of the SwiGLU hidden layer
+  int seq_len = 0;     ///< tokens per sequence
+};
+
+/// How ranks split the model and the batch. World size = dp * pp * tp.
+struct LayoutSpec {
+  int dp = 1;                         ///< data-parallel replicas
+  int pp = 1;                         ///< pipeline ranks per replica
+  int tp = 1;                         ///< tensor-parallel degree (only 1 is implemented)
+  int microbatches = 1;               ///< microbatches per step per replica
+  int micro_batch_size = 1;           ///< sequences per microbatch
+  std::string schedule;               ///< "gpipe", "1f1b", "interleaved-1f1b" or "zb-h1"
+  int virtual_stages = 1;             ///< model chunks per pipeline rank (interleaved 1F1B)
+  std::string dp_sync = "allreduce";  ///< "allreduce", "gather-scatter" or "weight-average"
+  std::vector<int> stage_layers;      ///< layers per stage (pp * virtual_stages entries) or empty
+};
+
+struct TrainingSpec {
+  int steps = 10;
+  double lr = 3e-4;
+  std::string optimizer = "adamw";
+  std::uint64_t seed = 0;
+  std::string precision = "fp32";  ///< "fp32" or "bf16"
+  int checkpoint_every = 0;        ///< steps between checkpoints; 0 = only at the end
+};
+
+/// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.
+struct LinkSpec {
+  double bandwidth = 0;
+  double latency = 0;
+};
+
+struct DeviceSpec {
+  std::string kind = "cpu";  ///< "cpu" or "gpu"
+  double peak_flops = 0;     ///< FLOP/s at the training precision
+  double efficiency = 0.5;   ///< fraction of peak that a forward/backward reaches
+  double memory = 0;         ///< bytes
+  int cores = 1;             ///< cores SimGrid gives the host
+  std::string profile;       ///< optional measured profile file ("" = none)
+};
+
+struct ClusterSpec {
+  int nodes = 1;
+  int devices_per_node = 1;
+  int ranks_per_device = 1;  ///< ranks sharing one device (they contend for it)
+  DeviceSpec device;
+  LinkSpec intra_node;            ///< between devices of one node (NVLink, PCIe, loopback)
+  LinkSpec inter_node;            ///< each node's link into the network
+  std::string topology = "star";  ///< inter-node network: "star" or "fat-tree"
+};
+
+struct RuntimeSpec {
+  std::string backend = "gloo";  ///< "gloo" or "nccl"
+  std::string device = "cpu";    ///< "cpu" or "cuda"
+  double timeout_s = 60;         ///< seconds a rank waits for a peer before giving up
+};
+
+struct Scenario {
+  std::string source;  ///< file it came from
+  std::string name;
+  ModelSpec model;
+  LayoutSpec layout;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  RuntimeSpec runtime;
+
+  int world_size() const { return layout.dp * layout.pp * layout.tp; }
+};
+
+}  // namespace dtwin

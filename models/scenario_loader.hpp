@@ -1,0 +1,29 @@
+// Reads a scenario YAML file (see scenarios/quickstart.yaml) into a checked dtwin::Scenario.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/scenario.hpp"
+
+namespace dtwin {
+
+/// A scenario that cannot be read. what() is the complete one-line message, either
+/// "FILE:LINE:COL: KEY: expected WHAT, got 'VALUE'" or, for a value given on the command line,
+/// "--set KEY=VALUE: KEY: expected WHAT, got 'VALUE'".
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The accepted values of layout.schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1.
+const std::vector<std::string>& schedule_names();
+
+/// Loads the scenario at `path`, applies `overrides` (each "key.path=value" as given to the
+/// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing
+/// intermediate maps are created), then checks every key, type, unit and cross-field rule.
+/// Quantities are returned in base units (bytes/s, seconds, bytes, FLOP/s); Scenario::source is
+/// `path`. Throws ConfigError on the first problem found.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+}  // namespace dtwin

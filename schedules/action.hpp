@@ -1,0 +1,50 @@
+// One step of a schedule: (stage, kind, microbatch), with the canonical text form of
+// torch.distributed.pipelining (`0F1`, `2B3`, `1SEND_F0`, `1RECV_B2`, `0ALLREDUCE`, `0OPTIM`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dtwin::sched {
+
+enum class ActionKind {
+  F,          ///< forward of one microbatch through one stage
+  B,          ///< full backward (inputs and weights)
+  I,          ///< backward w.r.t. the stage's inputs only
+  W,          ///< backward w.r.t. the stage's weights only
+  SEND_F,     ///< send the stage's output activation to the next stage
+  RECV_F,     ///< receive the stage's input activation from the previous stage
+  SEND_B,     ///< send the gradient of the stage's input to the previous stage
+  RECV_B,     ///< receive the gradient of the stage's output from the next stage
+  ALLREDUCE,  ///< gradient (or weight) sync of the stage over its data-parallel group
+  OPTIM,      ///< optimizer step of the stage
+};
+
+inline constexpr int kNoMicrobatch = -1;
+
+struct Action {
+  int stage = 0;
+  ActionKind kind = ActionKind::F;
+  int microbatch = kNoMicrobatch;  ///< kNoMicrobatch for ALLREDUCE and OPTIM
+
+  friend bool operator==(const Action&, const Action&) = default;
+};
+
+/// Kind name as in the text form ("F", "SEND_B", "ALLREDUCE", ...).
+std::string_view kind_name(ActionKind kind);
+
+/// True for F, B, I, W.
+bool is_compute(ActionKind kind);
+/// True for SEND_F, RECV_F, SEND_B, RECV_B.
+bool is_p2p(ActionKind kind);
+/// True for the kinds that carry a microbatch index (all but ALLREDUCE and OPTIM).
+bool has_microbatch(ActionKind kind);
+
+/// Canonical text form: stage, kind, microbatch (omitted for ALLREDUCE and OPTIM), e.g. "1SEND_F0".
+std::string to_string(const Action& action);
+
+/// Parses the canonical text form; std::nullopt if `text` is not exactly one action.
+std::optional<Action> parse_action(std::string_view text);
+
+}  // namespace dtwin::sched

@@ -1,0 +1,40 @@
+// Compute-only schedule generators. Each emits the action lists of one pipeline (one list per
+// pipeline rank, F/B/I/W only); generate() checks the layout and replicates the pipeline dp times.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/schedule.hpp"
+
+namespace dtwin::sched {
+
+/// GPipe (Huang et al. 2019): every forward, then every backward, both in microbatch order.
+std::vector<ActionList> gpipe(const Layout& layout);
+
+/// 1F1B as in PipeDream-flush / DAPPLE (Narayanan et al. 2021 §2.2.1): pp-rank-1 warm-up
+/// forwards, then one forward and one backward alternately, then the remaining backwards.
+std::vector<ActionList> one_f_one_b(const Layout& layout);
+
+/// Megatron-LM's interleaved 1F1B (Narayanan et al. 2021 §2.2.2) with v = virtual_stages chunks
+/// per rank; rank r holds stages r, r+pp, ...; microbatches advance in groups of pp; warm-up is
+/// (pp-rank-1)*2 + (v-1)*pp virtual steps, capped at v*m. Requires m to be a multiple of pp.
+std::vector<ActionList> interleaved_1f1b(const Layout& layout);
+
+/// ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §3): 1F1B with each backward split
+/// into I (input gradient, on the critical path) and W (weight gradient); pipeline rank r defers
+/// its first r W passes to the cool-down, where they fill the bubble, keeping at most pp
+/// microbatches of activations in flight, as 1F1B does on rank 0.
+std::vector<ActionList> zb_h1(const Layout& layout);
+
+/// Names accepted by generate(): "gpipe", "1f1b", "interleaved-1f1b", "zb-h1".
+const std::vector<std::string>& generator_names();
+
+/// Runs the named generator and replicates its pipeline over the dp replicas.
+/// Throws std::invalid_argument for an unknown name or a layout the generator cannot serve
+/// (non-positive sizes, virtual_stages != 1 for a non-interleaved schedule, m not a multiple of
+/// pp for interleaved 1F1B).
+Schedule generate(std::string_view name, const Layout& layout);
+
+}  // namespace dtwin::sched

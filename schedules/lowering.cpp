@@ -1,0 +1,102 @@
+#include "schedules/lowering.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace dtwin::sched {
+namespace {
+
+bool is_backward(ActionKind kind) {
+  return kind == ActionKind::B || kind == ActionKind::I || kind == ActionKind::W;
+}
+
+// Index of the last backward of `stage` in `actions`, or -1.
+int last_backward(const ActionList& actions, int stage) {
+  for (int i = static_cast<int>(actions.size()) - 1; i >= 0; --i)
+    if (actions[i].stage == stage && is_backward(actions[i].kind)) return i;
+  return -1;
+}
+
+std::set<int> stages_on(const ActionList& actions) {
+  std::set<int> stages;
+  for (const Action& a : actions)
+    if (is_compute(a.kind)) stages.insert(a.stage);
+  return stages;
+}
+
+}  // namespace
+
+Schedule add_communication(const Schedule& schedule) {
+  const Layout& layout = schedule.layout;
+  const int last = layout.num_stages() - 1;
+  Schedule lowered{schedule.name, layout, std::vector<ActionList>(schedule.ranks.size())};
+  // Receives that senders placed for their peers: (rank, stage, kind, microbatch) to emit right
+  // before the consuming compute action of that rank.
+  std::set<std::tuple<int, int, ActionKind, int>> receives;
+  for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
+    for (const Action& a : schedule.ranks[rank]) {
+      const bool forward = a.kind == ActionKind::F;
+      const bool input_grad = a.kind == ActionKind::B || a.kind == ActionKind::I;
+      if (forward && a.stage < last) {
+        int peer = layout.rank_of_stage(a.stage + 1, rank);
+        if (peer != rank) receives.insert({peer, a.stage + 1, ActionKind::RECV_F, a.microbatch});
+      }
+      if (input_grad && a.stage > 0) {
+        int peer = layout.rank_of_stage(a.stage - 1, rank);
+        if (peer != rank) receives.insert({peer, a.stage - 1, ActionKind::RECV_B, a.microbatch});
+      }
+    }
+  }
+  for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
+    ActionList& out = lowered.ranks[rank];
+    for (const Action& a : schedule.ranks[rank]) {
+      const bool forward = a.kind == ActionKind::F;
+      const bool input_grad = a.kind == ActionKind::B || a.kind == ActionKind::I;
+      ActionKind recv = forward ? ActionKind::RECV_F : ActionKind::RECV_B;
+      if ((forward || input_grad) && receives.count({rank, a.stage, recv, a.microbatch}))
+        out.push_back({a.stage, recv, a.microbatch});
+      out.push_back(a);
+      if (forward && a.stage < last && layout.rank_of_stage(a.stage + 1, rank) != rank)
+        out.push_back({a.stage, ActionKind::SEND_F, a.microbatch});
+      if (input_grad && a.stage > 0 && layout.rank_of_stage(a.stage - 1, rank) != rank)
+        out.push_back({a.stage, ActionKind::SEND_B, a.microbatch});
+    }
+  }
+  return lowered;
+}
+
+Schedule add_sync_and_optimizer(const Schedule& schedule) {
+  const Layout& layout = schedule.layout;
+  const bool sync = layout.dp > 1;
+  const bool after_optim = layout.dp_sync == DpSync::WeightAverage;
+  Schedule lowered = schedule;
+  for (ActionList& actions : lowered.ranks) {
+    const std::set<int> stages = stages_on(actions);
+    if (sync && !after_optim) {
+      // Insert from the back so earlier indices stay valid.
+      std::vector<std::pair<int, int>> places;  // (index after which to insert, stage)
+      for (int stage : stages) {
+        int at = last_backward(actions, stage);
+        if (at + 1 < static_cast<int>(actions.size()) &&
+            actions[at + 1].kind == ActionKind::SEND_B && actions[at + 1].stage == stage)
+          ++at;
+        places.push_back({at, stage});
+      }
+      std::sort(places.rbegin(), places.rend());
+      for (auto [at, stage] : places)
+        actions.insert(actions.begin() + at + 1, Action{stage, ActionKind::ALLREDUCE});
+    }
+    for (int stage : stages) {
+      actions.push_back({stage, ActionKind::OPTIM});
+      if (sync && after_optim) actions.push_back({stage, ActionKind::ALLREDUCE});
+    }
+  }
+  return lowered;
+}
+
+Schedule lower(const Schedule& schedule) {
+  return add_sync_and_optimizer(add_communication(schedule));
+}
+
+}  // namespace dtwin::sched

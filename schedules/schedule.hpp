@@ -1,0 +1,57 @@
+// A schedule: the layout of a (possibly hybrid DP x PP) job and one ordered action list per rank.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedules/action.hpp"
+
+namespace dtwin::sched {
+
+/// How the data-parallel replicas of a stage combine their work each step.
+enum class DpSync {
+  AllReduce,      ///< ring all-reduce of the gradients before the optimizer step
+  GatherScatter,  ///< DP rank 0 gathers the gradients, averages them, scatters the mean
+  WeightAverage,  ///< each replica steps alone, then the parameters are averaged
+};
+
+std::string_view dp_sync_name(DpSync sync);
+/// Parses "allreduce", "gather-scatter" or "weight-average".
+std::optional<DpSync> parse_dp_sync(std::string_view name);
+
+/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. Global ranks put the
+/// pipeline dimension outermost, as Megatron-LM and torchtitan do: rank = pipeline_rank*dp + dp.
+struct Layout {
+  int dp = 1;
+  int pp = 1;
+  int virtual_stages = 1;
+  int microbatches = 1;
+  DpSync dp_sync = DpSync::AllReduce;
+
+  int num_stages() const { return pp * virtual_stages; }
+  int world_size() const { return dp * pp; }
+  int pipeline_rank_of_stage(int stage) const { return stage % pp; }
+  int pipeline_rank(int rank) const { return rank / dp; }
+  int dp_index(int rank) const { return rank % dp; }
+  int rank(int dp_index, int pipeline_rank) const { return pipeline_rank * dp + dp_index; }
+  /// Global rank that runs `stage` in the replica of the rank `same_replica_as`.
+  int rank_of_stage(int stage, int same_replica_as) const {
+    return rank(dp_index(same_replica_as), pipeline_rank_of_stage(stage));
+  }
+};
+
+using ActionList = std::vector<Action>;
+
+struct Schedule {
+  std::string name;  ///< generator that produced it, e.g. "1f1b"
+  Layout layout;
+  std::vector<ActionList> ranks;  ///< one list per global rank, in execution order
+};
+
+/// Builds the dp-replicated schedule from the action lists of one pipeline (pp lists).
+Schedule replicate_pipeline(std::string name, const Layout& layout,
+                            const std::vector<ActionList>& pipeline);
+
+}  // namespace dtwin::sched

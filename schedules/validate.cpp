@@ -1,0 +1,287 @@
+#include "schedules/validate.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "schedules/dry_run.hpp"
+
+namespace dtwin::sched {
+namespace {
+
+using Mark = std::pair<int, int>;              // (rank, index in its list)
+using Key = std::tuple<ActionKind, int, int>;  // (kind, stage, microbatch)
+
+std::string rank_str(int rank) {
+  return "rank " + std::to_string(rank);
+}
+
+class Validator {
+ public:
+  Validator(const Schedule& schedule) : s_(schedule), layout_(schedule.layout) {
+    // Index of each action on each rank, for counts and order checks.
+    positions_.resize(s_.ranks.size());
+    for (size_t r = 0; r < s_.ranks.size(); ++r)
+      for (size_t i = 0; i < s_.ranks[r].size(); ++i) {
+        const Action& a = s_.ranks[r][i];
+        positions_[r][{a.kind, a.stage, a.microbatch}].push_back(static_cast<int>(i));
+      }
+  }
+
+  void run(Expect expect) {
+    check_ranges_and_placement();
+    check_counts();
+    check_order();
+    if (expect == Expect::ComputeOnly) {
+      check_compute_only();
+    } else {
+      check_communication();
+      check_sync();
+    }
+    check_deadlock();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& message, std::vector<Mark> marks = {}) const {
+    throw ScheduleError(message, render_grid(s_, marks));
+  }
+
+  const std::vector<int>& where(int rank, ActionKind kind, int stage, int mb) const {
+    static const std::vector<int> none;
+    auto it = positions_[rank].find({kind, stage, mb});
+    return it == positions_[rank].end() ? none : it->second;
+  }
+  int count(int rank, ActionKind kind, int stage, int mb) const {
+    return static_cast<int>(where(rank, kind, stage, mb).size());
+  }
+  std::vector<Mark> marks_of(int rank, ActionKind kind, int stage, int mb) const {
+    std::vector<Mark> marks;
+    for (int i : where(rank, kind, stage, mb)) marks.push_back({rank, i});
+    return marks;
+  }
+  std::string name(int rank, int index) const { return to_string(s_.ranks[rank][index]); }
+
+  void check_ranges_and_placement() const {
+    const int world = static_cast<int>(s_.ranks.size());
+    if (world != layout_.world_size())
+      fail("the schedule has " + std::to_string(world) +
+           " ranks, the layout dp*pp = " + std::to_string(layout_.world_size()));
+    for (int r = 0; r < world; ++r)
+      for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
+        const Action& a = s_.ranks[r][i];
+        if (a.stage < 0 || a.stage >= layout_.num_stages())
+          fail(name(r, i) + " on " + rank_str(r) + ": stage out of range [0, " +
+                   std::to_string(layout_.num_stages()) + ")",
+               {{r, i}});
+        if (has_microbatch(a.kind) && (a.microbatch < 0 || a.microbatch >= layout_.microbatches))
+          fail(name(r, i) + " on " + rank_str(r) + ": microbatch out of range [0, " +
+                   std::to_string(layout_.microbatches) + ")",
+               {{r, i}});
+        const int home = layout_.rank_of_stage(a.stage, r);
+        if (home == r) continue;
+        const bool also_home = !s_.ranks[home].empty() && stage_appears(home, a.stage);
+        if (also_home)
+          fail("stage " + std::to_string(a.stage) + " runs on " + rank_str(r) + " and " +
+                   rank_str(home) + " of pipeline " + std::to_string(layout_.dp_index(r)) +
+                   ": a stage runs on exactly one rank per pipeline (" + rank_str(home) + ")",
+               {{r, i}});
+        fail(name(r, i) + " on " + rank_str(r) + ": stage " + std::to_string(a.stage) +
+                 " belongs on " + rank_str(home) + " (stage mod pp)",
+             {{r, i}});
+      }
+  }
+
+  bool stage_appears(int rank, int stage) const {
+    for (const Action& a : s_.ranks[rank])
+      if (a.stage == stage) return true;
+    return false;
+  }
+
+  // Calls fn(rank, stage) for every stage that the layout places on each rank.
+  template <typename Fn>
+  void for_each_rank_stage(Fn fn) const {
+    for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r)
+      for (int v = 0; v < layout_.virtual_stages; ++v)
+        fn(r, v * layout_.pp + layout_.pipeline_rank(r));
+  }
+
+  void check_counts() const {
+    for_each_rank_stage([&](int r, int stage) {
+      for (int mb = 0; mb < layout_.microbatches; ++mb) {
+        const std::string what = "stage " + std::to_string(stage) + " microbatch " +
+                                 std::to_string(mb) + " on " + rank_str(r) + ": ";
+        const int f = count(r, ActionKind::F, stage, mb);
+        if (f != 1)
+          fail(what + std::to_string(f) + " forwards (F), expected 1",
+               marks_of(r, ActionKind::F, stage, mb));
+        const int b = count(r, ActionKind::B, stage, mb), in = count(r, ActionKind::I, stage, mb);
+        if (b + in != 1)
+          fail(what + std::to_string(b + in) + " backwards (B + I), expected 1",
+               marks_of(r, ActionKind::B, stage, mb));
+        const int w = count(r, ActionKind::W, stage, mb);
+        if (w != in)
+          fail(what + std::to_string(w) + " weight backwards (W) for " + std::to_string(in) +
+                   " input backwards (I), expected I = W",
+               marks_of(r, ActionKind::W, stage, mb));
+      }
+    });
+  }
+
+  void check_order() const {
+    for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r)
+      for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
+        const Action& a = s_.ranks[r][i];
+        ActionKind before = ActionKind::F;
+        if (a.kind == ActionKind::W)
+          before = ActionKind::I;
+        else if (a.kind != ActionKind::B && a.kind != ActionKind::I)
+          continue;
+        const auto& prior = where(r, before, a.stage, a.microbatch);
+        if (!prior.empty() && prior.front() > i)
+          fail(name(r, i) + " runs before " + name(r, prior.front()) + " on " + rank_str(r),
+               {{r, i}, {r, prior.front()}});
+      }
+  }
+
+  void check_compute_only() const {
+    for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r)
+      for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i)
+        if (!is_compute(s_.ranks[r][i].kind))
+          fail(name(r, i) + " on " + rank_str(r) +
+                   ": a compute-only schedule holds only F, B, I and W",
+               {{r, i}});
+  }
+
+  // The producer of a transfer must precede the SEND, the consumer must follow the RECV.
+  void check_transfer(int r, int i, const Action& a) const {
+    const int last = layout_.num_stages() - 1;
+    const bool forward = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_F;
+    const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
+    const int peer_stage = forward == send ? a.stage + 1 : a.stage - 1;
+    if (peer_stage < 0 || peer_stage > last)
+      fail(name(r, i) + " on " + rank_str(r) + ": no stage " + std::to_string(peer_stage) +
+               " to exchange with",
+           {{r, i}});
+    const int peer = layout_.rank_of_stage(peer_stage, r);
+    if (peer == r)
+      fail(name(r, i) + " on " + rank_str(r) + ": stage " + std::to_string(peer_stage) +
+               " is on the same rank, nothing to transfer",
+           {{r, i}});
+    const ActionKind match = send ? (forward ? ActionKind::RECV_F : ActionKind::RECV_B)
+                                  : (forward ? ActionKind::SEND_F : ActionKind::SEND_B);
+    const Action expected{peer_stage, match, a.microbatch};
+    const int matches = count(peer, match, peer_stage, a.microbatch);
+    if (matches != 1)
+      fail(name(r, i) + " on " + rank_str(r) + " has " +
+               (matches == 0 ? "no matching " : std::to_string(matches) + " matching ") +
+               to_string(expected) + " on " + rank_str(peer),
+           {{r, i}});
+    if (count(r, a.kind, a.stage, a.microbatch) != 1)
+      fail(name(r, i) + " appears more than once on " + rank_str(r), {{r, i}});
+    // Local producer (for sends) or consumer (for receives).
+    std::vector<int> local =
+        where(r, forward ? ActionKind::F : ActionKind::B, a.stage, a.microbatch);
+    if (!forward && local.empty()) local = where(r, ActionKind::I, a.stage, a.microbatch);
+    if (local.empty()) return;  // counts already checked
+    if (send && local.front() > i)
+      fail(name(r, i) + " on " + rank_str(r) + " runs before " + name(r, local.front()) +
+               " produces its tensor",
+           {{r, i}, {r, local.front()}});
+    if (!send && local.front() < i)
+      fail(name(r, i) + " on " + rank_str(r) + " runs after " + name(r, local.front()) +
+               " consumes its tensor",
+           {{r, i}, {r, local.front()}});
+  }
+
+  void check_communication() const {
+    const int last = layout_.num_stages() - 1;
+    for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r)
+      for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
+        const Action& a = s_.ranks[r][i];
+        if (is_p2p(a.kind)) {
+          check_transfer(r, i, a);
+          continue;
+        }
+        // Every cross-rank input has its receive.
+        ActionKind recv = ActionKind::RECV_F;
+        int from = a.stage - 1;
+        if (a.kind == ActionKind::B || a.kind == ActionKind::I) {
+          recv = ActionKind::RECV_B;
+          from = a.stage + 1;
+        } else if (a.kind != ActionKind::F) {
+          continue;
+        }
+        if (from < 0 || from > last || layout_.rank_of_stage(from, r) == r) continue;
+        if (count(r, recv, a.stage, a.microbatch) == 0)
+          fail(name(r, i) + " on " + rank_str(r) + " has no " +
+                   to_string({a.stage, recv, a.microbatch}) + " for its input from " +
+                   rank_str(layout_.rank_of_stage(from, r)),
+               {{r, i}});
+      }
+  }
+
+  int last_compute(int r, int stage, bool backward_only) const {
+    int last = -1;
+    for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
+      const Action& a = s_.ranks[r][i];
+      if (a.stage == stage && is_compute(a.kind) && !(backward_only && a.kind == ActionKind::F))
+        last = i;
+    }
+    return last;
+  }
+
+  void check_sync() const {
+    const bool sync = layout_.dp > 1;
+    const bool after_optim = layout_.dp_sync == DpSync::WeightAverage;
+    for_each_rank_stage([&](int r, int stage) {
+      const std::string what = "stage " + std::to_string(stage) + " on " + rank_str(r);
+      const auto& optim = where(r, ActionKind::OPTIM, stage, kNoMicrobatch);
+      if (optim.size() != 1)
+        fail(what + " has " + std::to_string(optim.size()) + " OPTIM, expected 1",
+             marks_of(r, ActionKind::OPTIM, stage, kNoMicrobatch));
+      const int last = last_compute(r, stage, false);
+      if (optim.front() < last)
+        fail(what + ": OPTIM runs before the stage's compute ends",
+             {{r, optim.front()}, {r, last}});
+      const auto& sync_at = where(r, ActionKind::ALLREDUCE, stage, kNoMicrobatch);
+      if (static_cast<int>(sync_at.size()) != (sync ? 1 : 0))
+        fail(what + " has " + std::to_string(sync_at.size()) + " ALLREDUCE, expected " +
+                 (sync ? "1 (dp > 1)" : "0 (dp = 1)"),
+             marks_of(r, ActionKind::ALLREDUCE, stage, kNoMicrobatch));
+      if (!sync) return;
+      const int at = sync_at.front();
+      if (after_optim && at < optim.front())
+        fail(what + ": weight-average ALLREDUCE must follow OPTIM", {{r, at}, {r, optim.front()}});
+      const int last_backward = last_compute(r, stage, true);
+      if (!after_optim && (at < last_backward || at > optim.front()))
+        fail(what + ": gradient ALLREDUCE must come after the last backward and before OPTIM",
+             {{r, at}});
+    });
+  }
+
+  void check_deadlock() const {
+    const DryRun run = dry_run(s_);
+    if (!run.deadlocked) return;
+    std::string message = "deadlock: in the unit-time dry run no rank can proceed;";
+    std::vector<Mark> marks;
+    for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r) {
+      if (run.executed[r] == static_cast<int>(s_.ranks[r].size())) continue;
+      message.append(" ").append(rank_str(r)).append(" waits at ");
+      message.append(name(r, run.executed[r])).append(";");
+      marks.push_back({r, run.executed[r]});
+    }
+    message.pop_back();
+    fail(message, marks);
+  }
+
+  const Schedule& s_;
+  const Layout& layout_;
+  std::vector<std::map<Key, std::vector<int>>> positions_;
+};
+
+}  // namespace
+
+void validate(const Schedule& schedule, Expect expect) {
+  Validator(schedule).run(expect);
+}
+
+}  // namespace dtwin::sched

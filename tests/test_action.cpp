@@ -1,0 +1,35 @@
+#include <catch2/catch.hpp>
+
+#include "schedules/action.hpp"
+
+using namespace dtwin::sched;
+
+TEST_CASE("every action kind round-trips through its text form") {
+  const std::vector<std::pair<Action, std::string>> cases = {
+      {{0, ActionKind::F, 1}, "0F1"},
+      {{2, ActionKind::B, 3}, "2B3"},
+      {{1, ActionKind::I, 0}, "1I0"},
+      {{3, ActionKind::W, 12}, "3W12"},
+      {{1, ActionKind::SEND_F, 0}, "1SEND_F0"},
+      {{2, ActionKind::RECV_F, 7}, "2RECV_F7"},
+      {{1, ActionKind::SEND_B, 4}, "1SEND_B4"},
+      {{1, ActionKind::RECV_B, 2}, "1RECV_B2"},
+      {{0, ActionKind::ALLREDUCE}, "0ALLREDUCE"},
+      {{10, ActionKind::OPTIM}, "10OPTIM"},
+  };
+  for (const auto& [action, text] : cases) {
+    CAPTURE(text);
+    CHECK(to_string(action) == text);
+    auto parsed = parse_action(text);
+    REQUIRE(parsed.has_value());
+    CHECK(*parsed == action);
+  }
+}
+
+TEST_CASE("malformed action texts are rejected") {
+  for (const char* text : {"", "F0", "0F", "0X1", "0F1x", "-1F0", "0ALLREDUCE1", "0OPTIM0", "01F0",
+                           "0F01", "0SEND_0", "0 F0"}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_action(text).has_value());
+  }
+}

@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "models/scenario_loader.hpp"
+#include "schedules/dry_run.hpp"
+#include "schedules/format.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/validate.hpp"
+
+using namespace dtwin::sched;
+
+namespace {
+
+Layout layout_for(const std::string& name, int pp, int m) {
+  Layout layout;
+  layout.pp = pp;
+  layout.microbatches = m;
+  layout.virtual_stages = name == "interleaved-1f1b" ? 2 : 1;
+  return layout;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("generators reproduce the golden schedules") {
+  // Golden files: tests/golden/<schedule>_pp<p>_m<m>.txt, the compute-only text form
+  // (`dtwin schedule --compute-only`), with v = 2 for interleaved 1F1B.
+  for (const std::string& name : generator_names())
+    for (auto [pp, m] : {std::pair{2, 4}, {4, 8}, {4, 12}}) {
+      const std::string file = std::string(DTWIN_SOURCE_DIR) + "/tests/golden/" + name + "_pp" +
+                               std::to_string(pp) + "_m" + std::to_string(m) + ".txt";
+      CAPTURE(file);
+      const std::string golden = read_file(file);
+      REQUIRE_FALSE(golden.empty());
+      const Schedule schedule = generate(name, layout_for(name, pp, m));
+      CHECK(to_text(schedule) == golden);
+      CHECK(to_text(parse_text(golden, name, schedule.layout)) == golden);
+    }
+}
+
+TEST_CASE("unit dry run: step counts of the closed forms") {
+  for (auto [pp, m] : {std::pair{2, 4}, {4, 8}, {4, 12}, {3, 4}, {8, 32}}) {
+    CAPTURE(pp, m);
+    // GPipe and 1F1B: 3(m + pp - 1) units, bubble (pp-1)/(m+pp-1) (Narayanan et al. 2021 eq. 1).
+    for (const char* name : {"gpipe", "1f1b"}) {
+      const DryRun run = dry_run(generate(name, layout_for(name, pp, m)));
+      CHECK_FALSE(run.deadlocked);
+      CHECK(run.step_units == 3 * (m + pp - 1));
+      CHECK(run.bubble_fraction() == Approx(double(pp - 1) / (m + pp - 1)));
+    }
+    // ZB-H1 (Qi et al. 2024): a third of 1F1B's bubble, 3m + pp - 1 units.
+    const DryRun zb = dry_run(generate("zb-h1", layout_for("zb-h1", pp, m)));
+    const DryRun fb = dry_run(generate("1f1b", layout_for("1f1b", pp, m)));
+    CHECK_FALSE(zb.deadlocked);
+    CHECK(zb.step_units < fb.step_units);
+    CHECK(zb.step_units == 3 * m + pp - 1);
+    // Interleaved 1F1B with v chunks: 3(v*m + pp - 1) chunk units (Narayanan et al. 2021 §2.2.2).
+    if (m % pp == 0)
+      for (int v : {2, 3}) {
+        Layout layout = layout_for("interleaved-1f1b", pp, m);
+        layout.virtual_stages = v;
+        const DryRun run = dry_run(generate("interleaved-1f1b", layout));
+        CAPTURE(v);
+        CHECK_FALSE(run.deadlocked);
+        CHECK(run.step_units == 3 * (v * m + pp - 1));
+      }
+  }
+}
+
+TEST_CASE("generated schedules pass the validator, replicated over dp") {
+  for (const std::string& name : generator_names()) {
+    Layout layout = layout_for(name, 4, 8);
+    layout.dp = 3;
+    const Schedule schedule = generate(name, layout);
+    CAPTURE(name);
+    REQUIRE(schedule.ranks.size() == 12);
+    // Pipeline dimension outermost: ranks 0..2 are the three replicas of pipeline rank 0.
+    CHECK(schedule.ranks[0] == schedule.ranks[2]);
+    CHECK(schedule.ranks[2] != schedule.ranks[3]);
+    CHECK_NOTHROW(validate(schedule, Expect::ComputeOnly));
+  }
+}
+
+TEST_CASE("ZB-H1 keeps at most pp microbatches of activations in flight on every rank") {
+  const int pp = 4;
+  const Schedule schedule = generate("zb-h1", layout_for("zb-h1", pp, 12));
+  for (const ActionList& actions : schedule.ranks) {
+    int in_flight = 0, peak = 0;
+    for (const Action& a : actions) {
+      if (a.kind == ActionKind::F) peak = std::max(peak, ++in_flight);
+      if (a.kind == ActionKind::W) --in_flight;
+    }
+    CHECK(peak <= pp);
+  }
+}
+
+TEST_CASE("generate rejects layouts a schedule cannot serve") {
+  Layout layout = layout_for("1f1b", 3, 4);
+  layout.virtual_stages = 2;
+  CHECK_THROWS_WITH(generate("1f1b", layout), Catch::Contains("virtual_stages must be 1"));
+  layout = layout_for("interleaved-1f1b", 3, 4);
+  CHECK_THROWS_WITH(generate("interleaved-1f1b", layout), Catch::Contains("multiple of pp"));
+  CHECK_THROWS_WITH(generate("pipedream", layout), Catch::Contains("unknown schedule"));
+  layout.microbatches = 0;
+  CHECK_THROWS_WITH(generate("gpipe", layout), Catch::Contains("positive"));
+}
+
+TEST_CASE("the scenario loader accepts exactly the schedules that have a generator") {
+  CHECK(dtwin::schedule_names() == generator_names());
+}
