@@ -26,5 +26,6 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& options);
 int run_guarded(const std::function<int()>& body);
 
 void add_schedule_command(CLI::App& app, int& exit_code);
+void add_simulate_command(CLI::App& app, int& exit_code);
 
 }  // namespace dtwin

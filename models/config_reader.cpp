@@ -52,15 +52,32 @@ std::string Origin::locate(const std::string& path, const YAML::Mark& mark) cons
 }
 
 void Origin::fail(const std::string& path, const YAML::Mark& mark, const std::string& what) const {
-  const std::string key = path.empty() ? "scenario" : path;
+  const std::string key = path.empty() ? root_ : path;
   throw ConfigError(fmt::format("{}: {}: {}", locate(path, mark), key, what));
 }
+
+namespace {
+
+/// Sets `node` and everything under it to flow style (a node keeps the style it was parsed in,
+/// which overrides the emitter's YAML::Flow).
+void set_flow(YAML::Node node) {
+  node.SetStyle(YAML::EmitterStyle::Flow);
+  if (node.IsSequence()) {
+    for (YAML::Node item : node) set_flow(item);
+  } else if (node.IsMap()) {
+    for (auto pair : node) set_flow(pair.second);
+  }
+}
+
+}  // namespace
 
 std::string render(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "";
   if (node.IsScalar()) return node.Scalar();
+  const YAML::Node copy = YAML::Clone(node);
+  set_flow(copy);
   YAML::Emitter out;
-  out << YAML::Flow << node;
+  out << YAML::Flow << copy;
   std::string text = out.c_str();
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   return text;

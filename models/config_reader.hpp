@@ -1,5 +1,6 @@
-// Internal to models/: checked reading of a YAML document for scenario_loader.cpp. Knows where
-// each node came from (file position or --set override) so that every error names its place.
+// Internal to models/: checked reading of a YAML document for scenario_loader.cpp and
+// profile.cpp. Knows where each node came from (file position or --set override) so that every
+// error names its place.
 #pragma once
 
 #include <initializer_list>
@@ -20,11 +21,12 @@ struct Override {
   std::string text;
 };
 
-/// Where the document came from: the file name and the overrides applied to it.
+/// Where the document came from: the file name and the overrides applied to it. `root` names
+/// the whole document in messages about it ("scenario", "profile").
 class Origin {
  public:
-  Origin(std::string file, std::vector<Override> overrides)
-      : file_(std::move(file)), overrides_(std::move(overrides)) {}
+  Origin(std::string file, std::vector<Override> overrides, std::string root = "scenario")
+      : file_(std::move(file)), overrides_(std::move(overrides)), root_(std::move(root)) {}
 
   /// The override that set `path` or one of its parents, if any.
   const Override* override_of(const std::string& path) const;
@@ -37,6 +39,7 @@ class Origin {
  private:
   std::string file_;
   std::vector<Override> overrides_;
+  std::string root_;
 };
 
 /// A value in the document: its node, dotted path ("cluster.device.memory", "a.b[2]") and the

@@ -8,14 +8,20 @@
 
 namespace dtwin {
 
-/// Transformer dimensions. Only `family: llama` is accepted for now.
+/// Transformer dimensions of a decoder-only model of one of two families:
+///  - "llama": RMSNorm, rotary position embeddings (so an even head size), bias-free
+///    projections, a SwiGLU feed-forward of width ffn_hidden and an LM head untied from the
+///    token embedding;
+///  - "gpt2": LayerNorm with bias, learned absolute position embeddings of seq_len positions,
+///    attention projections with biases, a GELU MLP of width ffn_hidden with biases and an LM
+///    head tied to the token embedding.
 struct ModelSpec {
-  std::string family;  ///< "llama"
+  std::string family;  ///< "llama" or "gpt2"
   int vocab_size = 0;
   int d_model = 0;
   int n_layers = 0;
   int n_heads = 0;
-  int ffn_hidden = 0;  ///< width of the SwiGLU hidden layer
+  int ffn_hidden = 0;  ///< width of the feed-forward hidden layer (SwiGLU or GELU MLP)
   int seq_len = 0;     ///< tokens per sequence
 };
 
@@ -61,8 +67,10 @@ struct ClusterSpec {
   int devices_per_node = 1;
   int ranks_per_device = 1;  ///< ranks sharing one device (they contend for it)
   DeviceSpec device;
-  LinkSpec intra_node;            ///< between devices of one node (NVLink, PCIe, loopback)
-  LinkSpec inter_node;            ///< each node's link into the network
+  LinkSpec intra_node;  ///< between devices of one node (NVLink, PCIe, loopback)
+  LinkSpec inter_node;  ///< each node's link into the network
+  /// Fat-tree only: nodes per leaf switch; there are as many spine switches (full bisection).
+  int nodes_per_switch = 8;
   std::string topology = "star";  ///< inter-node network: "star" or "fat-tree"
 };
 

@@ -75,11 +75,12 @@ Override apply_override(YAML::Node& root, const std::string& text) {
   return Override{key, text};
 }
 
-/// Reads `model` and checks the head size; returns the section for later cross-checks.
+/// Reads `model` and checks the head size (even for llama's rotary embeddings); returns the section
+/// for later cross-checks.
 Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
   Section s = root.section(
       "model", {"family", "vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "seq_len"});
-  m.family = s.choice("family", {"llama"});
+  m.family = s.choice("family", {"llama", "gpt2"});
   m.vocab_size = s.integer("vocab_size", 1);
   m.d_model = s.integer("d_model", 1);
   m.n_layers = s.integer("n_layers", 1);
@@ -93,7 +94,8 @@ Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
              fmt::format("model.d_model ({}) to be a multiple of model.n_heads ({})", m.d_model,
                          m.n_heads));
   }
-  if ((m.d_model / m.n_heads) % 2 != 0) {
+  // Rotary embeddings rotate pairs of channels; GPT-2's learned positions have no such need.
+  if (m.family == "llama" && (m.d_model / m.n_heads) % 2 != 0) {
     expected(origin, blame(origin, {&d_model, &n_heads}),
              fmt::format("model.d_model / model.n_heads ({} / {} = {}) to be even for rotary "
                          "embeddings",
@@ -175,8 +177,9 @@ LinkSpec read_link(const Section& cluster, const std::string& key) {
 /// Reads `cluster` and checks that it has one device slot per rank of the layout.
 void read_cluster(const Origin& origin, const Section& root, const Section& layout_s,
                   const Scenario& sc, ClusterSpec& c) {
-  const Section s = root.section("cluster", {"nodes", "devices_per_node", "ranks_per_device",
-                                             "device", "intra_node", "inter_node", "topology"});
+  const Section s =
+      root.section("cluster", {"nodes", "devices_per_node", "ranks_per_device", "device",
+                               "intra_node", "inter_node", "topology", "nodes_per_switch"});
   c.nodes = s.integer("nodes", 1);
   c.devices_per_node = s.integer("devices_per_node", 1);
   s.integer("ranks_per_device", 1, c.ranks_per_device);
@@ -195,6 +198,14 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
   c.intra_node = read_link(s, "intra_node");
   c.inter_node = read_link(s, "inter_node");
   s.choice("topology", {"star", "fat-tree"}, c.topology);
+  s.integer("nodes_per_switch", 1, c.nodes_per_switch);
+  if (c.topology == "fat-tree" && c.nodes % c.nodes_per_switch != 0) {
+    const std::optional<Field> per = s.find("nodes_per_switch");
+    expected(
+        origin, per ? *per : s.get("nodes"),
+        fmt::format("cluster.nodes ({}) to be a multiple of nodes_per_switch ({}) for a fat-tree",
+                    c.nodes, c.nodes_per_switch));
+  }
 
   const long long slots = 1LL * c.nodes * c.devices_per_node * c.ranks_per_device;
   if (sc.world_size() != slots) {

@@ -4,7 +4,11 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/bad_corpus.hpp"
@@ -58,16 +62,66 @@ TEST_CASE("dtwin schedule: --set, --compute-only and the json and csv formats") 
                                            "0,0,0F0,0,F,0\n0,1,0SEND_F0,0,SEND_F,0\n"));
 }
 
-TEST_CASE("every malformed scenario exits 2 naming file:line") {
+TEST_CASE("every malformed scenario exits 2 naming file:line, for every command") {
   const auto corpus = dtwin::test::bad_scenarios();
   CHECK(corpus.size() >= 20);
-  for (const auto& bad : corpus) {
-    const Result result = run_dtwin("schedule " + bad.path);
-    INFO(bad.path << "\n" << result.output);
-    CHECK(result.exit_code == 2);
-    CHECK_THAT(result.output, Catch::Contains(bad.path + ":" + bad.line + ":"));
-    CHECK_THAT(result.output, Catch::Contains(bad.expected));
+  for (const char* command : {"schedule ", "simulate -o /nonexistent/never "})
+    for (const auto& bad : corpus) {
+      const Result result = run_dtwin(command + bad.path);
+      INFO(command << bad.path << "\n" << result.output);
+      CHECK(result.exit_code == 2);
+      CHECK_THAT(result.output, Catch::Contains(bad.path + ":" + bad.line + ":"));
+      CHECK_THAT(result.output, Catch::Contains(bad.expected));
+    }
+}
+
+TEST_CASE("dtwin simulate writes the predicted trace and summary") {
+  const std::string out = "sim-quickstart-out";
+  std::filesystem::remove_all(out);
+  const Result result = run_dtwin("simulate " + kQuickstart + " -o " + out);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("predicted quickstart: step"));
+  const Result schedule = run_dtwin("schedule " + kQuickstart + " --format json");
+  const auto lowered = nlohmann::json::parse(schedule.output);
+
+  std::ifstream trace_file(out + "/predicted.trace.json");
+  const auto trace = nlohmann::json::parse(trace_file);
+  std::map<int, std::multiset<std::string>> executed;  // rank -> action names
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const int rank = e["pid"];
+    executed[rank].insert(e["name"].get<std::string>());
+    CHECK(e["dur"].get<double>() >= 0);
+    const std::string kind = e["args"]["kind"];
+    const bool compute =
+        kind == "F" || kind == "B" || kind == "I" || kind == "W" || kind == "OPTIM";
+    CHECK(e["tid"] == (compute ? 0 : 1));
   }
+  // Exactly one event per action of the lowered schedule, on its rank.
+  REQUIRE(executed.size() == 3);
+  for (int rank = 0; rank < 3; ++rank) {
+    std::multiset<std::string> expected;
+    for (const auto& a : lowered["ranks"][rank]) expected.insert(a.get<std::string>());
+    CHECK(executed[rank] == expected);
+  }
+  std::ifstream summary_file(out + "/predicted.summary.json");
+  const auto summary = nlohmann::json::parse(summary_file);
+  CHECK(summary["step_time_s"].get<double>() > 0);
+  CHECK(summary["bubble_fraction"].get<double>() > 0);
+  CHECK(summary["ranks"].size() == 3);
+  for (const auto& rank : summary["ranks"]) {
+    const double parts = rank["compute_s"].get<double>() + rank["comm_s"].get<double>() +
+                         rank["idle_s"].get<double>();
+    CHECK(parts == Approx(summary["step_time_s"].get<double>()));
+    CHECK(rank["memory_ok"] == true);
+  }
+}
+
+TEST_CASE("dtwin simulate flags memory beyond the device instead of failing") {
+  const Result result = run_dtwin("simulate " + kQuickstart +
+                                  " --set cluster.device.memory=1MB -o sim-small-memory-out");
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("NO"));
 }
 
 TEST_CASE("bad command lines exit 2 with a message") {

@@ -81,6 +81,27 @@ TEST_CASE("quickstart scenario loads with its values in base units", "[scenario]
   CHECK(s.runtime.timeout_s == Approx(60));
 }
 
+TEST_CASE("model.family accepts llama and gpt2", "[scenario]") {
+  CHECK(load_scenario(kQuickstart, {"model.family=gpt2"}).model.family == "gpt2");
+  CHECK(starts_with(load_error(kQuickstart, {"model.family=bert"}),
+                    "--set model.family=bert: model.family: expected one of llama, gpt2, got "
+                    "'bert'"));
+  SECTION("only llama's rotary embeddings need an even head size") {
+    // d_model 30 over 6 heads: head size 5
+    const std::vector<std::string> odd = {"model.d_model=30"};
+    CHECK(starts_with(load_error(kQuickstart, odd),
+                      "--set model.d_model=30: model.d_model: expected model.d_model / "
+                      "model.n_heads (30 / 6 = 5) to be even for rotary embeddings"));
+    auto gpt2 = odd;
+    gpt2.push_back("model.family=gpt2");
+    CHECK(load_scenario(kQuickstart, gpt2).model.d_model == 30);
+    gpt2.push_back("model.d_model=31");  // still a multiple of n_heads for both families
+    CHECK(starts_with(load_error(kQuickstart, gpt2),
+                      "--set model.d_model=31: model.d_model: expected model.d_model (31) to be "
+                      "a multiple of model.n_heads (6)"));
+  }
+}
+
 TEST_CASE("schedule_names lists the accepted schedules", "[scenario]") {
   CHECK(dtwin::schedule_names() ==
         std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"});

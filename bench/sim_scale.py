@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Simulator scale benchmark: wall time and peak memory of `dtwin simulate` on the 7B scenario
+and on layouts of 1024 and 4096 GPUs. Prints a Markdown table (README, "Simulator benchmark").
+
+Usage: python3 bench/sim_scale.py [path/to/dtwin]
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
+CASES = [
+    ("LLaMA-2 7B, 32 A100 (dp 4 x pp 8, m 32)", "scenarios/llama2-7b-a100.yaml", []),
+    ("LLaMA-2 7B, 1024 A100 (dp 128 x pp 8, m 16)", "scenarios/llama2-7b-1024gpu.yaml", []),
+    ("LLaMA-2 7B, 1024 A100, message-level all-reduce", "scenarios/llama2-7b-1024gpu.yaml",
+     ["--collectives", "message"]),
+    ("LLaMA-2 7B, 4096 A100 (dp 512 x pp 8, m 16)", "scenarios/llama2-7b-1024gpu.yaml",
+     ["--set", "layout.dp=512", "--set", "cluster.nodes=512"]),
+]
+
+
+def run(scenario, extra):
+    """Runs one simulation in a child; returns (wall s, peak RSS MiB, summary dict)."""
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.execv(DTWIN, [DTWIN, "simulate", scenario, "-o", out] + extra)
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"dtwin simulate {scenario} failed")
+        with open(os.path.join(out, "predicted.summary.json")) as f:
+            summary = json.load(f)
+        return wall, usage.ru_maxrss / 1024, summary
+
+
+print("| layout | ranks | wall s | peak MiB | predicted step s | bubble | MFU |")
+print("|---|---|---|---|---|---|---|")
+for name, scenario, extra in CASES:
+    wall, rss, s = run(scenario, extra)
+    print(f"| {name} | {len(s['ranks'])} | {wall:.2f} | {rss:.0f} | {s['step_time_s']:.3f} "
+          f"| {s['bubble_fraction']:.1%} | {s.get('mfu', 0):.1%} |")

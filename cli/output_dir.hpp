@@ -1,0 +1,17 @@
+// Where a command writes its files.
+#pragma once
+
+#include <string>
+
+#include "models/scenario.hpp"
+
+namespace dtwin {
+
+/// `requested` if given, else out/<scenario name>; created with its parents. Throws
+/// std::runtime_error if it cannot be created.
+std::string prepare_output_dir(const std::string& requested, const Scenario& scenario);
+
+/// Writes `text` to dir/name; throws std::runtime_error naming the file on failure.
+void write_text_file(const std::string& dir, const std::string& name, const std::string& text);
+
+}  // namespace dtwin

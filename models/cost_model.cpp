@@ -1,0 +1,174 @@
+#include "models/cost_model.hpp"
+
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace dtwin {
+namespace {
+
+/// AdamW's element-wise FLOPs per parameter per step (an estimate; see the class comment).
+constexpr double kAdamFlopsPerParam = 12;
+/// Static bytes per parameter: weights + gradients + Adam moments (and the fp32 master copy
+/// for bf16); 16 in both precisions (ZeRO §3.1).
+constexpr double kStaticBytesPerParam = 16;
+/// Bytes per parameter of the weights that weight averaging moves: the fp32 (master) weights.
+constexpr double kMasterBytesPerParam = 4;
+
+/// The dimensions of one family's layers, as doubles (products overflow int).
+struct Shape {
+  double layer_params = 0;  ///< all parameters of a transformer layer
+  double layer_matmul = 0;  ///< its weights that enter a matrix product
+  double embedding = 0;     ///< the first stage's lookup tables
+  double final_norm = 0;    ///< the last stage's norm
+  double head = 0;          ///< the LM head's matrix
+  bool tied_head = false;   ///< the head is the token embedding
+  double lookup_only = 0;   ///< lookup tables never used as a matrix product
+};
+
+Shape shape_of(const ModelSpec& m) {
+  const double d = m.d_model, f = m.ffn_hidden, V = m.vocab_size, s = m.seq_len;
+  Shape shape;
+  shape.head = V * d;
+  if (m.family == "llama") {
+    shape.layer_matmul = 4 * d * d + 3 * d * f;
+    shape.layer_params = shape.layer_matmul + 2 * d;  // two RMSNorm weights
+    shape.embedding = V * d;
+    shape.final_norm = d;
+    shape.lookup_only = V * d;  // the token embedding; the untied head is a matrix product
+  } else if (m.family == "gpt2") {
+    shape.layer_matmul = 4 * d * d + 2 * d * f;
+    // attention biases 4d, MLP biases f + d, two LayerNorms (weight + bias) 4d
+    shape.layer_params = shape.layer_matmul + 4 * d + f + d + 4 * d;
+    shape.embedding = V * d + s * d;  // token + position embeddings
+    shape.final_norm = 2 * d;
+    shape.tied_head = true;
+    shape.lookup_only = s * d;  // the position embedding; the token embedding is also the head
+  } else {
+    throw std::invalid_argument("CostModel: unknown model.family '" + m.family + "'");
+  }
+  return shape;
+}
+
+double bytes_per_element_of(const std::string& precision) {
+  if (precision == "fp32") return 4;
+  if (precision == "bf16") return 2;
+  throw std::invalid_argument("CostModel: unknown training.precision '" + precision + "'");
+}
+
+/// Layers per stage, in stage order.
+std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
+  const int stages = l.pp * l.virtual_stages;
+  if (stages < 1) throw std::invalid_argument("CostModel: layout.pp * virtual_stages < 1");
+  if (!l.stage_layers.empty()) {
+    const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
+    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers) {
+      throw std::invalid_argument(
+          "CostModel: layout.stage_layers must have pp*virtual_stages entries summing to "
+          "model.n_layers");
+    }
+    return l.stage_layers;
+  }
+  if (m.n_layers % stages != 0) {
+    throw std::invalid_argument("CostModel: pp*virtual_stages must divide model.n_layers");
+  }
+  return std::vector<int>(stages, m.n_layers / stages);
+}
+
+}  // namespace
+
+CostModel::CostModel(const Scenario& scenario)
+    : model_(scenario.model),
+      micro_batch_size_(scenario.layout.micro_batch_size),
+      bytes_per_element_(bytes_per_element_of(scenario.training.precision)) {
+  const Shape shape = shape_of(model_);
+  const std::vector<int> layers = split_layers(model_, scenario.layout);
+  const double T = tokens_per_microbatch();
+  const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
+               b = micro_batch_size_;
+  const double bpe = bytes_per_element_;
+
+  // Per layer, per microbatch.
+  const double matmul_flops = 2 * T * shape.layer_matmul;  // the weight products' forward
+  const double attention_flops = 4 * T * s * d;            // QKᵀ and AV, forward
+  const double layer_activation = s * b * d * (34 + 5 * a * s / d) * (bpe / 2);  // Korthikanti
+  const double head_flops = 2 * T * d * V;
+
+  const int n = static_cast<int>(layers.size());
+  int first = 0;
+  for (int i = 0; i < n; ++i) {
+    StageCost c;
+    c.first_layer = first;
+    c.num_layers = layers[i];
+    c.has_embedding = i == 0;
+    c.has_head = i == n - 1;
+    first += layers[i];
+
+    const double L = c.num_layers;
+    c.params = L * shape.layer_params;
+    c.forward_flops = L * (matmul_flops + attention_flops);
+    c.input_backward_flops = L * (matmul_flops + 2 * attention_flops);
+    c.weight_backward_flops = L * matmul_flops;
+    c.activation_bytes = L * layer_activation;
+    if (c.has_embedding) {
+      c.params += shape.embedding;
+      c.activation_bytes += T * d * bpe;
+    }
+    if (c.has_head) {
+      // A tied head is the embedding itself on a single stage, a copy of it otherwise.
+      const bool head_is_embedding = shape.tied_head && c.has_embedding;
+      c.params += shape.final_norm + (head_is_embedding ? 0 : shape.head);
+      c.forward_flops += head_flops;
+      c.input_backward_flops += head_flops;
+      c.weight_backward_flops += head_flops;
+      c.activation_bytes += 2 * T * V * bpe;
+    }
+    c.optimizer_flops = kAdamFlopsPerParam * c.params;
+    stages_.push_back(c);
+  }
+}
+
+const StageCost& CostModel::stage(int s) const {
+  if (s < 0 || s >= num_stages()) {
+    throw std::out_of_range("CostModel::stage: no stage " + std::to_string(s) + " of " +
+                            std::to_string(num_stages()));
+  }
+  return stages_[s];
+}
+
+double CostModel::boundary_bytes() const {
+  return tokens_per_microbatch() * model_.d_model * bytes_per_element_;
+}
+
+double CostModel::gradient_bytes(int s) const {
+  return stage(s).params * bytes_per_element_;
+}
+
+double CostModel::parameter_bytes(int s) const {
+  return stage(s).params * kMasterBytesPerParam;
+}
+
+double CostModel::static_memory_bytes(int s) const {
+  return stage(s).params * kStaticBytesPerParam;
+}
+
+double CostModel::total_params() const {
+  const Shape shape = shape_of(model_);
+  return shape.embedding + model_.n_layers * shape.layer_params + shape.final_norm +
+         (shape.tied_head ? 0 : shape.head);
+}
+
+double CostModel::non_embedding_params() const {
+  return total_params() - shape_of(model_).lookup_only;
+}
+
+double CostModel::model_flops_per_token() const {
+  const double L = model_.n_layers, d = model_.d_model, s = model_.seq_len;
+  return 6 * non_embedding_params() + 12 * L * d * s;
+}
+
+double CostModel::tokens_per_microbatch() const {
+  return static_cast<double>(micro_batch_size_) * model_.seq_len;
+}
+
+}  // namespace dtwin

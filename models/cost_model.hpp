@@ -1,0 +1,135 @@
+// The analytic cost and memory model of a scenario's pipeline stages: parameters, FLOPs of the
+// forward, of the two halves of the backward and of the optimizer step, activation memory, and
+// the bytes that pipeline and data-parallel communication move. Plain arithmetic on the model's
+// dimensions; the simulator turns it into seconds (or replaces it with a measured Profile).
+//
+// Notation: T = b·s tokens per microbatch (b = layout.micro_batch_size, s = model.seq_len),
+// d = d_model, f = ffn_hidden, V = vocab_size, a = n_heads, L = n_layers. A multiply-add counts as
+// 2 FLOPs. Only matrix products are counted: norms, activations, softmax, biases, residual adds
+// and the embedding lookup are element-wise and left out, as in Narayanan et al. 2021 ("Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", appendix "Floating-point
+// operations") and PaLM (Chowdhery et al. 2022, appendix B).
+//
+// Parameters per transformer layer:
+//  - llama: 4d² (q, k, v, o, no bias) + 3·d·f (SwiGLU gate, up, down) + 2d (two RMSNorm weights);
+//    token embedding V·d on the first stage; final RMSNorm d and an untied LM head V·d on the last
+//    stage (Touvron et al. 2023).
+//  - gpt2: 4d² + 4d (attention weights and biases) + 2·d·f + f + d (MLP weights and biases) + 4d
+//    (two LayerNorms, weight and bias); token and position embeddings V·d + s·d on the first
+//    stage; final LayerNorm 2d on the last stage (Radford et al. 2019). The LM head is tied to the
+//    token embedding. With more than one stage the last stage holds its own copy of the tied
+//    matrix (V·d), as Megatron-LM does (its gradient is all-reduced with the first stage's in
+//    Megatron's "embedding group"; this model charges the copy to the last stage's parameters,
+//    memory and gradient bytes). With a single stage the tied matrix is counted once.
+//
+// Stage s of the pp·v stages holds layout.stage_layers[s] consecutive layers, or n_layers/(pp·v)
+// when that list is empty; stage 0 has the embedding, stage pp·v − 1 the head (with interleaving,
+// stage s runs on pipeline rank s mod pp).
+#pragma once
+
+#include <vector>
+
+#include "models/scenario.hpp"
+
+namespace dtwin {
+
+/// Per-stage costs of one microbatch (micro_batch_size sequences of seq_len tokens).
+struct StageCost {
+  int first_layer = 0;               ///< index of the stage's first transformer layer
+  int num_layers = 0;                ///< transformer layers of the stage
+  bool has_embedding = false;        ///< stage 0: token (and for gpt2 position) embedding
+  bool has_head = false;             ///< last stage: final norm, LM head, cross-entropy
+  double params = 0;                 ///< parameters the stage owns (count)
+  double forward_flops = 0;          ///< F, per microbatch
+  double input_backward_flops = 0;   ///< I: gradient w.r.t. inputs/activations, per microbatch
+  double weight_backward_flops = 0;  ///< W: gradient w.r.t. weights, per microbatch
+  double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
+  double optimizer_flops = 0;        ///< one AdamW step over the stage's parameters
+};
+
+/// The costs of every pipeline stage of a scenario (see the file comment for the formulas).
+///
+/// FLOPs per microbatch, with Wm the matrix-product weights of a layer (llama 4d² + 3·d·f, gpt2
+/// 4d² + 2·d·f):
+///  - forward F, per layer: 2·T·Wm for the weight products plus 4·T·s·d for the attention score
+///    (QKᵀ) and value (AV) products, counted in full (no causal halving) as PaLM appendix B and
+///    Narayanan et al. 2021 do; the LM head adds 2·T·d·V on the last stage.
+///  - backward B = I + W = 2·F (Narayanan et al. 2021), split as in zero-bubble pipelines (Qi
+///    et al. 2024, "Zero Bubble Pipeline Parallelism"): W, the weight gradients, costs the
+///    weight products' forward again, 2·T·Wm per layer (+ 2·T·d·V for the head); I, the input
+///    gradients, costs as much (2·T·Wm per layer, + 2·T·d·V for the head) plus the whole backward
+///    of the weight-free attention products, twice their forward: 8·T·s·d per layer.
+///
+/// Activation bytes per microbatch (held from a stage's F until its backward frees them):
+///  - per layer s·b·d·(34 + 5·a·s/d) bytes at 16-bit precision, without recomputation or
+///    sequence/tensor parallelism (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+///    Large Transformer Models", eq. 1), scaled by bytes_per_element()/2 for fp32. The equation
+///    was derived for a GPT layer (GELU MLP of width 4d, dropout masks); it is applied unchanged
+///    to both families as an estimate;
+///  - the first stage adds the embedding output, T·d·bytes_per_element();
+///  - the last stage adds the logits and their softmax (which becomes their gradient),
+///    2·T·V·bytes_per_element().
+///
+/// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
+/// of the two moments, bias correction, the square root and division, weight decay and the
+/// update itself); it is memory-bound in practice, so a measured Profile is better where there is
+/// one.
+class CostModel {
+ public:
+  /// Reads model.*, layout.pp, layout.virtual_stages, layout.stage_layers,
+  /// layout.micro_batch_size and training.precision. Throws std::invalid_argument for a scenario
+  /// that the loader would have rejected (unknown family or precision, a bad layer split).
+  explicit CostModel(const Scenario& scenario);
+
+  /// pp · virtual_stages.
+  int num_stages() const { return static_cast<int>(stages_.size()); }
+  /// Stage `s` in [0, num_stages()); throws std::out_of_range otherwise.
+  const StageCost& stage(int s) const;
+  const std::vector<StageCost>& stages() const { return stages_; }
+
+  /// Bytes of the activation one stage sends the next per microbatch, b·s·d·bytes_per_element();
+  /// its gradient, sent back, has the same size.
+  double boundary_bytes() const;
+  /// Bytes stage `s` all-reduces over its data-parallel group per step: its gradients, params ·
+  /// bytes_per_element() (fp32 gradients are 4 bytes, bf16 gradients 2).
+  double gradient_bytes(int s) const;
+  /// Bytes of stage `s`'s parameters that weight averaging (layout.dp_sync: weight-average) moves:
+  /// params · 4 in both precisions. With bf16 the averaged weights are the fp32 master copy (the
+  /// bf16 weights are re-cast from it after the step), so 4 bytes per parameter, not 2.
+  double parameter_bytes(int s) const;
+  /// Bytes that stay resident on stage `s` whatever the schedule: weights, gradients and AdamW
+  /// state, 16 bytes per parameter in both precisions: fp32 = 4 (weights) + 4 (gradients) + 8
+  /// (Adam m and v); bf16 = 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master weights) + 8
+  /// (fp32 Adam m and v) (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1).
+  double static_memory_bytes(int s) const;
+
+  /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
+  /// the sum of stage(s).params exceeds it by V·d exactly when the model is gpt2 and
+  /// num_stages() > 1).
+  double total_params() const;
+  /// N of the MFU formula: total_params() less the input lookup tables that are never used as a
+  /// matrix product: the token embedding V·d for llama (whose LM head is a separate matrix that
+  /// stays in N), the position embedding s·d for gpt2 (whose token embedding is also its LM head,
+  /// a matrix product on every token, so it stays in N). This is the count nanoGPT's MFU uses for
+  /// GPT-2 (Karpathy, model.py get_num_params(non_embedding=True)).
+  double non_embedding_params() const;
+  /// Model FLOPs of a training step (forward and backward) per token, 6·N + 12·L·d·s with N =
+  /// non_embedding_params(): 6 FLOPs per parameter per token for the weight products and
+  /// 12·L·d·s for the attention products (Chowdhery et al. 2022, "PaLM", appendix B). Divided
+  /// into the achieved FLOP/s it gives the model FLOPs utilisation (MFU). It equals the sum over
+  /// stages of F + I + W per token up to the norm and bias parameters (which this model does not
+  /// charge FLOPs for).
+  double model_flops_per_token() const;
+  /// b · s.
+  double tokens_per_microbatch() const;
+  /// Bytes of an activation or gradient element at the training precision: 4 (fp32), 2 (bf16).
+  double bytes_per_element() const { return bytes_per_element_; }
+
+ private:
+  ModelSpec model_;
+  int micro_batch_size_ = 1;
+  double bytes_per_element_ = 4;
+  std::vector<StageCost> stages_;
+};
+
+}  // namespace dtwin

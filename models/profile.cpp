@@ -1,0 +1,185 @@
+#include "models/profile.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "models/config_reader.hpp"
+
+namespace dtwin {
+
+using detail::expected;
+using detail::Field;
+using detail::Origin;
+using detail::Section;
+
+namespace {
+
+const std::vector<std::string> kStageKeys = {"forward_s", "backward_s", "input_backward_s",
+                                             "weight_backward_s", "optimizer_s"};
+
+/// The items of the sequence `field` as fields ("stages[2]"); `what` describes it for errors.
+std::vector<Field> items(const Origin& origin, const Field& field, const std::string& what,
+                         bool allow_empty) {
+  if (!field.node.IsSequence() || (!allow_empty && field.node.size() == 0)) {
+    expected(origin, field, what);
+  }
+  std::vector<Field> out;
+  for (std::size_t i = 0; i < field.node.size(); ++i) {
+    const YAML::Node item = field.node[i];
+    out.push_back(Field{item, fmt::format("{}[{}]", field.path, i),
+                        item.IsNull() ? field.mark : item.Mark()});
+  }
+  return out;
+}
+
+StageSeconds read_stage(const Origin& origin, const Field& field) {
+  const Section s(origin, field, kStageKeys);
+  StageSeconds st;
+  st.forward = s.quantity("forward_s", Quantity::Latency, false);
+  st.backward = s.quantity("backward_s", Quantity::Latency, false);
+  st.input_backward = s.quantity("input_backward_s", Quantity::Latency, false);
+  st.weight_backward = s.quantity("weight_backward_s", Quantity::Latency, false);
+  st.optimizer = s.quantity("optimizer_s", Quantity::Latency, false);
+  return st;
+}
+
+void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
+  const Section s = root.section("allreduce", {"ranks", "points"});
+  p.allreduce_ranks = s.integer("ranks", 0);
+  const std::vector<Field> points =
+      items(origin, s.get("points"), "a list of {bytes, seconds} points", true);
+  for (const Field& f : points) {
+    const Section point(origin, f, {"bytes", "seconds"});
+    AllReducePoint pt;
+    pt.bytes = point.quantity("bytes", Quantity::Bytes, false);
+    pt.seconds = point.quantity("seconds", Quantity::Latency, false);
+    if (!p.allreduce.empty() && !(pt.bytes > p.allreduce.back().bytes)) {
+      expected(origin, point.get("bytes"),
+               fmt::format("points in strictly increasing bytes (the previous point has {})",
+                           p.allreduce.back().bytes));
+    }
+    p.allreduce.push_back(pt);
+  }
+}
+
+YAML::Node parse_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) {
+    throw ConfigError(path + ": cannot open profile file");
+  }
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::Exception& e) {  // ParserException: a syntax error at e.mark
+    throw ConfigError(
+        fmt::format("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+/// `value` in its shortest form that reads back exactly.
+std::string number(double value) {
+  return fmt::format("{}", value);
+}
+
+}  // namespace
+
+double Profile::allreduce_seconds(double bytes) const {
+  const auto& pts = allreduce;
+  if (pts.empty()) return 0;
+  if (pts.size() == 1) {
+    const AllReducePoint& p = pts.front();
+    return p.bytes > 0 ? std::max(0.0, p.seconds * bytes / p.bytes) : p.seconds;
+  }
+  // The segment [lo, lo + 1] that holds `bytes`, or the end segment on its side.
+  const auto above = std::upper_bound(
+      pts.begin(), pts.end(), bytes, [](double b, const AllReducePoint& p) { return b < p.bytes; });
+  std::size_t hi = static_cast<std::size_t>(above - pts.begin());
+  hi = std::clamp<std::size_t>(hi, 1, pts.size() - 1);
+  const AllReducePoint& a = pts[hi - 1];
+  const AllReducePoint& b = pts[hi];
+  const double slope = (b.seconds - a.seconds) / (b.bytes - a.bytes);
+  return std::max(0.0, a.seconds + (bytes - a.bytes) * slope);
+}
+
+bool Profile::operator==(const Profile& other) const {
+  return machine == other.machine && threads == other.threads && stages == other.stages &&
+         p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
+         allreduce == other.allreduce && allreduce_ranks == other.allreduce_ranks;
+}
+
+Profile load_profile(const std::string& path) {
+  const YAML::Node doc = parse_file(path);
+  const Origin origin(path, {}, "profile");
+  const Section root(origin, Field{doc, "", doc.Mark()},
+                     {"machine", "threads", "stages", "p2p", "allreduce"});
+  Profile p;
+  p.source = path;
+  root.text("machine", true, p.machine);
+  root.integer("threads", 1, p.threads);
+  for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
+    p.stages.push_back(read_stage(origin, f));
+  }
+  const Section p2p = root.section("p2p", {"latency", "bandwidth"});
+  p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
+  p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
+  read_allreduce(origin, root, p);
+  return p;
+}
+
+void save_profile(const Profile& profile, const std::string& path) {
+  YAML::Emitter out;
+  out << YAML::Comment("dtwin measured profile: seconds per microbatch (optimizer_s: per step)");
+  out << YAML::BeginMap;
+  out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
+  out << YAML::Key << "threads" << YAML::Value << profile.threads;
+  out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
+  for (const StageSeconds& s : profile.stages) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "forward_s" << YAML::Value << number(s.forward);
+    out << YAML::Key << "backward_s" << YAML::Value << number(s.backward);
+    out << YAML::Key << "input_backward_s" << YAML::Value << number(s.input_backward);
+    out << YAML::Key << "weight_backward_s" << YAML::Value << number(s.weight_backward);
+    out << YAML::Key << "optimizer_s" << YAML::Value << number(s.optimizer);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "p2p" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
+  out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);
+  out << YAML::EndMap;
+  out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "ranks" << YAML::Value << profile.allreduce_ranks;
+  out << YAML::Key << "points" << YAML::Value;
+  if (profile.allreduce.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const AllReducePoint& pt : profile.allreduce) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "bytes" << YAML::Value << number(pt.bytes);
+    out << YAML::Key << "seconds" << YAML::Value << number(pt.seconds);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  if (!out.good()) throw ConfigError(path + ": cannot write profile: " + out.GetLastError());
+
+  std::ofstream file(path);
+  file << out.c_str() << "\n";
+  file.close();
+  if (!file) throw ConfigError(path + ": cannot write profile file");
+}
+
+void check_profile_matches(const Profile& profile, const Scenario& scenario) {
+  const std::size_t stages =
+      static_cast<std::size_t>(scenario.layout.pp) * scenario.layout.virtual_stages;
+  if (profile.stages.size() != stages) {
+    throw ConfigError(fmt::format(
+        "{}: stages: expected {} stages (layout.pp * layout.virtual_stages of {}), got '{}'",
+        profile.source, stages, scenario.source, profile.stages.size()));
+  }
+}
+
+}  // namespace dtwin

@@ -1,0 +1,83 @@
+// A measured profile: the seconds each pipeline stage's compute took on real hardware, and the
+// measured point-to-point and all-reduce costs, as named by a scenario's cluster.device.profile.
+// The simulator uses it in place of the analytic CostModel; the runtime writes it.
+//
+// The file is YAML (quantities take units as in scenarios: 12ms, 20us, 2GB/s, 1MB; a plain
+// number is in seconds, bytes/s or bytes):
+//
+//   machine: "host-x gloo cpu"     # free text (optional, default "")
+//   threads: 1                     # intra-op threads per rank when measuring (optional, >= 1)
+//   stages:                        # one per stage, in stage order; seconds per microbatch
+//     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
+//        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
+//   p2p: {latency: 20us, bandwidth: 2GB/s}
+//   allreduce:
+//     ranks: 2                     # size of the group the points were measured over
+//     points:                      # strictly increasing bytes; may be empty (not measured)
+//       - {bytes: 1MB, seconds: 0.001}
+//
+// Every key of a stage, of p2p and of allreduce is required; every number is >= 0, the
+// bandwidth > 0; there is at least one stage; unknown and duplicate keys are errors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/scenario.hpp"
+#include "models/scenario_loader.hpp"  // ConfigError
+
+namespace dtwin {
+
+/// Measured seconds of one stage's compute: per microbatch, except `optimizer` (per step).
+struct StageSeconds {
+  double forward = 0;
+  double backward = 0;         ///< the fused backward B
+  double input_backward = 0;   ///< I, backward with respect to the inputs
+  double weight_backward = 0;  ///< W, backward with respect to the weights
+  double optimizer = 0;        ///< one optimizer step over the stage's parameters
+  bool operator==(const StageSeconds&) const = default;
+};
+
+/// One measured all-reduce: its size in bytes and the seconds it took.
+struct AllReducePoint {
+  double bytes = 0;
+  double seconds = 0;
+  bool operator==(const AllReducePoint&) const = default;
+};
+
+struct Profile {
+  std::string source;                     ///< the file it was read from ("" if built in memory)
+  std::string machine;                    ///< free text, e.g. hostname + backend
+  int threads = 1;                        ///< intra-op threads per rank used when measuring
+  std::vector<StageSeconds> stages;       ///< one per stage, in stage order
+  double p2p_latency = 0;                 ///< seconds
+  double p2p_bandwidth = 0;               ///< bytes/s
+  std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
+  int allreduce_ranks = 0;                ///< the group size the points were measured over
+
+  /// Seconds for an all-reduce of `bytes` over `allreduce_ranks` ranks: linear interpolation
+  /// between the two points around `bytes`; outside the measured range, the line through the
+  /// first (below) or last (above) two points. Never negative (a line extrapolated below the
+  /// first point is clamped at 0). One point: the line through the origin and that point (pure
+  /// bandwidth). No point: 0.
+  double allreduce_seconds(double bytes) const;
+
+  /// Equal measurements: every field but `source`.
+  bool operator==(const Profile& other) const;
+};
+
+/// Reads the profile at `path` (Profile::source = path). Throws ConfigError with a one-line
+/// message "FILE:LINE:COL: KEY: expected WHAT, got 'VALUE'" (as load_scenario does) for any bad
+/// key, type, unit or range, "FILE: cannot open profile file" or "FILE:LINE:COL: invalid YAML".
+Profile load_profile(const std::string& path);
+
+/// Writes `profile` as YAML to `path` so that load_profile(path) == profile (numbers are written
+/// in their shortest exact form, in base units). Throws ConfigError if the file cannot be written.
+void save_profile(const Profile& profile, const std::string& path);
+
+/// Throws ConfigError "PROFILE_FILE: stages: expected N stages (layout.pp *
+/// layout.virtual_stages of SCENARIO_FILE), got 'M'" unless the profile has one entry per
+/// pipeline stage of `scenario`.
+void check_profile_matches(const Profile& profile, const Scenario& scenario);
+
+}  // namespace dtwin

@@ -1,0 +1,113 @@
+#include "schedules/timeline.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace dtwin::sched {
+
+StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
+  StepSummary summary;
+  summary.ranks.resize(world_size);
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  for (const TimedAction& e : events) {
+    first = std::min(first, e.start);
+    last = std::max(last, e.end);
+    RankSummary& rank = summary.ranks.at(e.rank);
+    if (is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM)
+      rank.compute_s += e.end - e.start;
+    else
+      rank.comm_s += e.exposed_comm;
+  }
+  if (events.empty()) return summary;
+  summary.step_time_s = last - first;
+  double idle_fraction = 0;
+  for (RankSummary& rank : summary.ranks) {
+    rank.idle_s = std::max(0.0, summary.step_time_s - rank.compute_s - rank.comm_s);
+    if (summary.step_time_s > 0) idle_fraction += rank.idle_s / summary.step_time_s;
+  }
+  summary.bubble_fraction = world_size > 0 ? idle_fraction / world_size : 0;
+  return summary;
+}
+
+std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size) {
+  nlohmann::json trace = nlohmann::json::array();
+  for (int rank = 0; rank < world_size; ++rank) {
+    trace.push_back({{"ph", "M"},
+                     {"name", "process_name"},
+                     {"pid", rank},
+                     {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    for (int tid : {0, 1})
+      trace.push_back({{"ph", "M"},
+                       {"name", "thread_name"},
+                       {"pid", rank},
+                       {"tid", tid},
+                       {"args", {{"name", tid == 0 ? "compute" : "communication"}}}});
+  }
+  for (const TimedAction& e : events) {
+    const bool compute = is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM;
+    nlohmann::json args = {{"stage", e.action.stage},
+                           {"kind", std::string(kind_name(e.action.kind))},
+                           {"step", e.step},
+                           {"exposed_comm_us", e.exposed_comm * 1e6}};
+    args["microbatch"] = has_microbatch(e.action.kind) ? nlohmann::json(e.action.microbatch)
+                                                       : nlohmann::json(nullptr);
+    trace.push_back({{"name", to_string(e.action)},
+                     {"ph", "X"},
+                     {"pid", e.rank},
+                     {"tid", compute ? 0 : 1},
+                     {"ts", e.start * 1e6},
+                     {"dur", (e.end - e.start) * 1e6},
+                     {"args", args}});
+  }
+  return nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+}
+
+std::vector<TimedAction> from_chrome_trace(const std::string& text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
+    throw std::invalid_argument("not a Chrome trace: expected an object with a traceEvents array");
+  std::vector<TimedAction> events;
+  size_t index = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    ++index;
+    if (e.value("ph", "") != "X") continue;
+    try {
+      auto action = parse_action(e.at("name").get<std::string>());
+      if (!action) throw std::invalid_argument("name is not an action");
+      TimedAction timed;
+      timed.rank = e.at("pid").get<int>();
+      timed.action = *action;
+      timed.start = e.at("ts").get<double>() * 1e-6;
+      timed.end = timed.start + e.at("dur").get<double>() * 1e-6;
+      timed.step = e.at("args").at("step").get<int>();
+      timed.exposed_comm = e.at("args").value("exposed_comm_us", 0.0) * 1e-6;
+      events.push_back(timed);
+    } catch (const std::exception& error) {
+      throw std::invalid_argument("trace event " + std::to_string(index - 1) + ": " + error.what());
+    }
+  }
+  return events;
+}
+
+std::string to_summary_json(const StepSummary& summary) {
+  nlohmann::json doc = {{"step_time_s", summary.step_time_s},
+                        {"bubble_fraction", summary.bubble_fraction},
+                        {"tokens_per_s", summary.tokens_per_s}};
+  if (summary.mfu >= 0) doc["mfu"] = summary.mfu;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < summary.ranks.size(); ++r) {
+    const RankSummary& rank = summary.ranks[r];
+    ranks.push_back({{"rank", r},
+                     {"compute_s", rank.compute_s},
+                     {"comm_s", rank.comm_s},
+                     {"idle_s", rank.idle_s},
+                     {"peak_memory_bytes", rank.peak_memory_bytes},
+                     {"memory_ok", rank.memory_ok}});
+  }
+  doc["ranks"] = ranks;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace dtwin::sched

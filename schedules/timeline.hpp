@@ -1,0 +1,58 @@
+// A timeline: when each action of a schedule ran on each rank, predicted or measured, and the
+// Chrome-trace and summary forms that the simulator and the runtime both write.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedules/action.hpp"
+
+namespace dtwin::sched {
+
+/// One executed action. Times in seconds from the common origin of the step (or of the run).
+struct TimedAction {
+  int rank = 0;
+  Action action;
+  int step = 0;
+  double start = 0;
+  double end = 0;
+  /// For communication actions: seconds of [start, end] during which this rank was blocked by
+  /// the transfer itself (waiting for a slow peer to arrive is idle time, not communication).
+  double exposed_comm = 0;
+};
+
+/// Per-rank totals over one step, in seconds and bytes.
+struct RankSummary {
+  double compute_s = 0;  ///< F, B, I, W and OPTIM
+  double comm_s = 0;     ///< exposed communication
+  double idle_s = 0;     ///< step time - compute - exposed communication
+  double peak_memory_bytes = 0;
+  bool memory_ok = true;  ///< peak memory fits the device's share
+};
+
+struct StepSummary {
+  double step_time_s = 0;
+  double bubble_fraction = 0;  ///< mean over ranks of idle_s / step_time_s
+  double tokens_per_s = 0;
+  double mfu = -1;  ///< model FLOPs utilisation in [0, 1]; -1 when peak is unknown
+  std::vector<RankSummary> ranks;
+};
+
+/// Totals of the events of one step per rank: compute_s, comm_s and idle_s (peak memory is left
+/// for the caller). `step_time_s` is the latest end minus the earliest start over all ranks.
+StepSummary summarize(const std::vector<TimedAction>& events, int world_size);
+
+/// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
+/// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
+/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}.
+std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
+
+/// Parses to_chrome_trace's output back into events (metadata events are skipped).
+/// Throws std::invalid_argument naming the event index on a malformed trace.
+std::vector<TimedAction> from_chrome_trace(const std::string& json);
+
+/// Summary JSON: step_time_s, bubble_fraction, tokens_per_s, mfu (omitted when < 0), and
+/// "ranks": [{rank, compute_s, comm_s, idle_s, peak_memory_bytes, memory_ok}].
+std::string to_summary_json(const StepSummary& summary);
+
+}  // namespace dtwin::sched

@@ -1,0 +1,71 @@
+#include "sim/collectives.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace dtwin::sim {
+namespace {
+
+int payload_token = 0;  // SimGrid moves a pointer; sizes are what the model times
+
+sg4::Mailbox* mailbox(const Group& group, int to, int step) {
+  return sg4::Mailbox::by_name(group.tag + ":" + std::to_string(to) + ":" + std::to_string(step));
+}
+
+// Sends `bytes` to group member `to` while receiving this step's message from the previous
+// member; returns when both end.
+void exchange(const Group& group, int to, int step, double bytes) {
+  sg4::CommPtr send = mailbox(group, to, step)->put_async(&payload_token, bytes);
+  mailbox(group, group.me, step)->get<int>();
+  send->wait();
+}
+
+double route_latency(const Platform& platform, int from_rank, int to_rank) {
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+  platform.rank_hosts[from_rank]->route_to(platform.rank_hosts[to_rank], links, &latency);
+  return latency;
+}
+
+}  // namespace
+
+void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
+                    const Platform& platform) {
+  const int n = static_cast<int>(group.ranks.size());
+  if (n < 2) return;
+  const int next = (group.me + 1) % n;
+  const int steps = 2 * (n - 1);
+  const double chunk = bytes / n;
+  if (model == CollectiveModel::Message) {
+    for (int step = 0; step < steps; ++step) exchange(group, next, step, chunk);
+    return;
+  }
+  exchange(group, next, 0, steps * chunk);
+  const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
+  sg4::this_actor::sleep_for((steps - 1) * alpha);
+}
+
+void gather_scatter(const Group& group, double bytes, const Platform&) {
+  const int n = static_cast<int>(group.ranks.size());
+  if (n < 2) return;
+  if (group.me != 0) {
+    mailbox(group, 0, group.me)->put(&payload_token, bytes);
+    mailbox(group, group.me, n)->get<int>();
+    return;
+  }
+  std::vector<sg4::CommPtr> comms;
+  std::vector<int*> received(n);
+  for (int member = 1; member < n; ++member)
+    comms.push_back(mailbox(group, 0, member)->get_async(&received[member]));
+  sg4::Comm::wait_all(comms);
+  comms.clear();
+  for (int member = 1; member < n; ++member)
+    comms.push_back(mailbox(group, member, n)->put_async(&payload_token, bytes));
+  sg4::Comm::wait_all(comms);
+}
+
+}  // namespace dtwin::sim

@@ -1,0 +1,38 @@
+// Data-parallel collectives between simulated ranks, built from point-to-point messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/platform.hpp"
+
+namespace dtwin::sim {
+
+/// How a collective is simulated.
+enum class CollectiveModel {
+  Message,  ///< every message of the algorithm is a SimGrid communication (exact, O(N²) messages)
+  Flow,     ///< one flow per rank carrying the algorithm's whole volume, plus its latency terms
+};
+
+/// The members of one collective, in ring order, and the calling rank's position.
+struct Group {
+  std::vector<int> ranks;
+  int me = 0;
+  std::string tag;  ///< unique name of this collective instance (mailbox prefix)
+};
+
+/// Ring all-reduce of `bytes` per rank (Patarasuk & Yuan 2009): reduce-scatter then all-gather,
+/// 2(N-1) steps of bytes/N to the next rank, so 2(N-1)(α + bytes/(N·β)) on a uniform star.
+/// Message: each step is a real send to the next rank and a receive from the previous one.
+/// Flow: one message of 2(N-1)·bytes/N to the next rank, then 2(N-1)-1 further route latencies
+/// (the other steps' α); equal to Message when every step sees the same bandwidth, and it keeps
+/// the flows' contention with each other and with other traffic on shared links. Call from the
+/// actor of group.ranks[group.me].
+void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
+                    const Platform& platform);
+
+/// Gather-scatter: every rank sends `bytes` to group.ranks[0], which averages them and sends the
+/// mean back to each: 2(N-1) messages of `bytes` through the root's links.
+void gather_scatter(const Group& group, double bytes, const Platform& platform);
+
+}  // namespace dtwin::sim

@@ -1,0 +1,110 @@
+#include "sim/platform.hpp"
+
+#include <algorithm>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace dtwin::sim {
+namespace {
+
+sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, const LinkSpec& spec) {
+  return zone->create_split_duplex_link(name, spec.bandwidth)
+      ->set_latency(spec.latency / 2)
+      ->seal();
+}
+
+struct Node {
+  sg4::NetZone* zone;
+  simgrid::kernel::routing::NetPoint* gateway;
+};
+
+// One node: a star of its devices behind a router, the node's gateway to the network.
+Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, Platform& platform) {
+  const ClusterSpec& cluster = scenario.cluster;
+  auto* zone = sg4::create_star_zone("node" + std::to_string(node));
+  zone->set_parent(parent);
+  const double speed = cluster.device.peak_flops * cluster.device.efficiency / cluster.device.cores;
+  for (int d = 0; d < cluster.devices_per_node; ++d) {
+    const std::string name = "node" + std::to_string(node) + "-dev" + std::to_string(d);
+    sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores)->seal();
+    sg4::Link* link = duplex(zone, name + "-link", cluster.intra_node);
+    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                    {{link, sg4::LinkInRoute::Direction::UP}}, true);
+    sg4::Link* loopback = zone->create_link(name + "-loopback", cluster.intra_node.bandwidth)
+                              ->set_latency(cluster.intra_node.latency)
+                              ->seal();
+    zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                    {sg4::LinkInRoute(loopback)}, false);
+    platform.devices.push_back(host);
+  }
+  auto* router = zone->create_router("node" + std::to_string(node) + "-switch");
+  zone->seal();
+  return {zone, router};
+}
+
+void build_star(const Scenario& scenario, Platform& platform) {
+  auto* root = sg4::create_star_zone("cluster");
+  for (int node = 0; node < scenario.cluster.nodes; ++node) {
+    const Node built = build_node(root, node, scenario, platform);
+    sg4::Link* nic =
+        duplex(root, "node" + std::to_string(node) + "-nic", scenario.cluster.inter_node);
+    root->add_route(built.zone->get_netpoint(), nullptr, built.gateway, nullptr,
+                    {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+  }
+  root->seal();
+}
+
+// Two-level fat-tree (SimGrid's FatTreeZone): leaf switches of nodes_per_switch nodes and as
+// many spine switches, every link at the inter-node bandwidth and half its latency, so a
+// message between nodes of one leaf sees the inter-node latency and one across the spine twice.
+void build_fat_tree(const Scenario& scenario, Platform& platform) {
+  const ClusterSpec& cluster = scenario.cluster;
+  const unsigned per_switch = cluster.nodes_per_switch;
+  const unsigned leaves = cluster.nodes / cluster.nodes_per_switch;
+  const sg4::FatTreeParams shape(2, {per_switch, leaves}, {1, per_switch}, {1, 1});
+  int next_node = 0;
+  const sg4::ClusterCallbacks callbacks(
+      [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long) {
+        const Node node = build_node(zone, next_node++, scenario, platform);
+        return std::make_pair(node.zone->get_netpoint(), node.gateway);
+      });
+  sg4::create_fatTree_zone("cluster", nullptr, shape, callbacks, cluster.inter_node.bandwidth,
+                           cluster.inter_node.latency / 2, sg4::Link::SharingPolicy::SPLITDUPLEX)
+      ->seal();
+}
+
+}  // namespace
+
+void configure_network_model() {
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+}
+
+std::unique_ptr<sg4::Engine> make_engine() {
+  int argc = 2;
+  char name[] = "dtwin", log[] = "--log=root.thres:critical";
+  char* argv[] = {name, log, nullptr};
+  auto engine = std::make_unique<sg4::Engine>(&argc, argv);
+  configure_network_model();
+  return engine;
+}
+
+Platform build_platform(const Scenario& scenario) {
+  Platform platform;
+  if (scenario.cluster.topology == "fat-tree")
+    build_fat_tree(scenario, platform);
+  else
+    build_star(scenario, platform);
+  const ClusterSpec& cluster = scenario.cluster;
+  platform.threads_per_rank = std::max(1, cluster.device.cores / cluster.ranks_per_device);
+  for (int rank = 0; rank < scenario.world_size(); ++rank)
+    platform.rank_hosts.push_back(platform.devices.at(rank / cluster.ranks_per_device));
+  return platform;
+}
+
+}  // namespace dtwin::sim

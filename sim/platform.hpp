@@ -1,0 +1,39 @@
+// The SimGrid platform of a scenario's cluster.
+#pragma once
+
+#include <memory>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <vector>
+
+#include "models/scenario.hpp"
+
+namespace dtwin::sim {
+
+/// Hosts of the simulated cluster. Device d of node n is host n*devices_per_node + d; rank r runs
+/// on device r / ranks_per_device, so ranks sharing a device contend for it.
+struct Platform {
+  std::vector<simgrid::s4u::Host*> devices;
+  std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per rank
+  int threads_per_rank = 1;                     ///< cores an execution of one rank may use
+};
+
+/// Sets SimGrid's network model before the platform exists: CM02 (max-min sharing, latency +
+/// size / bandwidth per flow) with the TCP factors off — no acknowledgement cross-traffic and no
+/// TCP window bound — because the fabrics modelled (NVLink, InfiniBand RDMA, loopback) have
+/// none, and the measured profile, not a TCP calibration, adjusts the figures.
+void configure_network_model();
+
+/// Creates the SimGrid engine (one per process) with logging at critical level only and the
+/// network model above.
+std::unique_ptr<simgrid::s4u::Engine> make_engine();
+
+/// Builds the cluster with SimGrid's C++ platform API. Each device has a split-duplex link to its
+/// node's switch (intra_node bandwidth per direction, latency intra/2 each way, so a device-to-
+/// device message sees intra latency) and a loopback link (intra_node) for ranks sharing it.
+/// Nodes join the network through a split-duplex link each (inter_node bandwidth, latency
+/// inter/2): a star, or a two-level fat-tree of such links. A message between nodes sees
+/// latency intra + inter. Host speed per core = peak_flops * efficiency / cores.
+Platform build_platform(const Scenario& scenario);
+
+}  // namespace dtwin::sim

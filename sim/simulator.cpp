@@ -1,0 +1,226 @@
+#include "sim/simulator.hpp"
+
+#include <algorithm>
+#include <map>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+#include <unordered_map>
+
+#include "sim/memory.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace dtwin::sim {
+namespace {
+
+using sched::Action;
+using sched::ActionKind;
+
+int payload_token = 0;  // SimGrid moves a pointer; the byte count is what it times
+
+// State every rank's actor reads and writes. SimGrid runs one actor at a time, so plain
+// containers are safe.
+struct World {
+  const Scenario& scenario;
+  const sched::Schedule& schedule;
+  const CostModel& cost;
+  const SimOptions& options;
+  const Platform& platform;
+  CollectiveModel collectives;
+  std::unordered_map<std::string, double> send_posted;  // mailbox -> time its SEND was posted
+  std::map<int, double> last_arrival;                   // stage -> latest ALLREDUCE arrival
+  std::vector<std::vector<sched::TimedAction>> events;  // per rank
+};
+
+// Receiver rank and mailbox of a transfer; `a` is the SEND or the RECV.
+struct Transfer {
+  int receiver;
+  std::string mailbox;
+};
+
+Transfer transfer_of(const sched::Layout& layout, int rank, const Action& a) {
+  Action recv = a;
+  int receiver = rank;
+  if (a.kind == ActionKind::SEND_F) {
+    recv = {a.stage + 1, ActionKind::RECV_F, a.microbatch};
+    receiver = layout.rank_of_stage(a.stage + 1, rank);
+  } else if (a.kind == ActionKind::SEND_B) {
+    recv = {a.stage - 1, ActionKind::RECV_B, a.microbatch};
+    receiver = layout.rank_of_stage(a.stage - 1, rank);
+  }
+  return {receiver, "p2p:" + std::to_string(receiver) + ":" + sched::to_string(recv)};
+}
+
+// Seconds the profile measured for a compute action, or nullopt without a profile.
+std::optional<double> profiled_seconds(const World& world, const Action& a) {
+  if (!world.options.profile) return std::nullopt;
+  const StageSeconds& s = world.options.profile->stages.at(a.stage);
+  switch (a.kind) {
+    case ActionKind::F:
+      return s.forward;
+    case ActionKind::B:
+      return s.backward;
+    case ActionKind::I:
+      return s.input_backward;
+    case ActionKind::W:
+      return s.weight_backward;
+    default:
+      return s.optimizer;
+  }
+}
+
+double model_flops(const World& world, const Action& a) {
+  const StageCost& stage = world.cost.stage(a.stage);
+  switch (a.kind) {
+    case ActionKind::F:
+      return stage.forward_flops;
+    case ActionKind::B:
+      return stage.input_backward_flops + stage.weight_backward_flops;
+    case ActionKind::I:
+      return stage.input_backward_flops;
+    case ActionKind::W:
+      return stage.weight_backward_flops;
+    default:
+      return stage.optimizer_flops;
+  }
+}
+
+void compute(World& world, int rank, const Action& a) {
+  const int threads = world.platform.threads_per_rank;
+  sg4::Host* host = world.platform.rank_hosts[rank];
+  // FLOPs per thread: the rank's work split over its cores.
+  const auto seconds = profiled_seconds(world, a);
+  const double per_thread =
+      seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads;
+  sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+}
+
+sim::Group dp_group(const World& world, int rank, int stage) {
+  const sched::Layout& layout = world.schedule.layout;
+  sim::Group group;
+  for (int d = 0; d < layout.dp; ++d)
+    group.ranks.push_back(layout.rank(d, layout.pipeline_rank_of_stage(stage)));
+  group.me = layout.dp_index(rank);
+  group.tag = "dp:" + std::to_string(stage);
+  return group;
+}
+
+double dp_sync(World& world, int rank, int stage) {
+  const sim::Group group = dp_group(world, rank, stage);
+  const bool weights = world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
+  const double bytes =
+      weights ? world.cost.parameter_bytes(stage) : world.cost.gradient_bytes(stage);
+  double& arrival = world.last_arrival[stage];
+  arrival = std::max(arrival, sg4::Engine::get_clock());
+  if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
+    gather_scatter(group, bytes, world.platform);
+  else
+    ring_allreduce(group, bytes, world.collectives, world.platform);
+  return sg4::Engine::get_clock() - world.last_arrival[stage];
+}
+
+struct PendingSend {
+  sg4::CommPtr comm;
+  sched::TimedAction event;
+};
+
+void run_rank(World& world, int rank) {
+  const sched::Layout& layout = world.schedule.layout;
+  const double bytes = world.cost.boundary_bytes();
+  std::vector<PendingSend> sends;
+  for (const Action& a : world.schedule.ranks[rank]) {
+    sched::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
+    switch (a.kind) {
+      case ActionKind::SEND_F:
+      case ActionKind::SEND_B: {
+        const Transfer t = transfer_of(layout, rank, a);
+        world.send_posted[t.mailbox] = event.start;
+        sends.push_back(
+            {sg4::Mailbox::by_name(t.mailbox)->put_async(&payload_token, bytes), event});
+        continue;
+      }
+      case ActionKind::RECV_F:
+      case ActionKind::RECV_B: {
+        const Transfer t = transfer_of(layout, rank, a);
+        sg4::Mailbox::by_name(t.mailbox)->get<int>();
+        event.end = sg4::Engine::get_clock();
+        event.exposed_comm = event.end - std::max(event.start, world.send_posted.at(t.mailbox));
+        break;
+      }
+      case ActionKind::ALLREDUCE:
+        event.exposed_comm = dp_sync(world, rank, a.stage);
+        event.end = sg4::Engine::get_clock();
+        break;
+      default:
+        compute(world, rank, a);
+        event.end = sg4::Engine::get_clock();
+    }
+    world.events[rank].push_back(event);
+  }
+  // A rank's step ends when its last send has left; the wait is charged to the last send.
+  const double wait_start = sg4::Engine::get_clock();
+  for (PendingSend& send : sends) send.comm->wait();
+  const double wait_end = sg4::Engine::get_clock();
+  bool charged = false;
+  for (PendingSend& send : sends) {
+    send.event.end = send.comm->get_finish_time();
+    if (!charged && send.event.end == wait_end) {
+      send.event.exposed_comm = wait_end - wait_start;
+      charged = true;
+    }
+    world.events[rank].push_back(send.event);
+  }
+}
+
+}  // namespace
+
+SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const CostModel& cost,
+                   const SimOptions& options) {
+  Scenario scenario = input;
+  if (options.profile && options.profile->p2p_bandwidth > 0)
+    scenario.cluster.intra_node = {options.profile->p2p_bandwidth, options.profile->p2p_latency};
+
+  const auto engine = make_engine();
+  const Platform platform = build_platform(scenario);
+
+  const sched::Layout& layout = schedule.layout;
+  World world{
+      scenario,
+      schedule,
+      cost,
+      options,
+      platform,
+      options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
+                                                                   : CollectiveModel::Flow),
+      {},
+      {},
+      std::vector<std::vector<sched::TimedAction>>(layout.world_size())};
+  for (int rank = 0; rank < layout.world_size(); ++rank)
+    sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
+                       [&world, rank] { run_rank(world, rank); });
+  engine->run();
+
+  SimResult result;
+  for (auto& rank_events : world.events)
+    result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
+  result.summary = sched::summarize(result.events, layout.world_size());
+  const ClusterSpec& cluster = scenario.cluster;
+  const double memory_share = cluster.device.memory / cluster.ranks_per_device;
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    sched::RankSummary& r = result.summary.ranks[rank];
+    r.peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
+    r.memory_ok = r.peak_memory_bytes <= memory_share;
+  }
+  const double tokens = double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
+  if (result.summary.step_time_s > 0) {
+    result.summary.tokens_per_s = tokens / result.summary.step_time_s;
+    const double peak = cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node;
+    result.summary.mfu = cost.model_flops_per_token() * result.summary.tokens_per_s / peak;
+  }
+  return result;
+}
+
+}  // namespace dtwin::sim

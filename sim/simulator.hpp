@@ -1,0 +1,38 @@
+// dtwin's simulator: a lowered schedule executed by SimGrid actors on the scenario's platform.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
+#include "sim/collectives.hpp"
+
+namespace dtwin::sim {
+
+struct SimOptions {
+  /// Collective model; nullopt picks Message for groups of at most kMessageGroupLimit ranks and
+  /// Flow above (Flow's error against Message is stated in tests/test_sim_collectives.cpp).
+  std::optional<CollectiveModel> collectives;
+  const Profile* profile = nullptr;  ///< measured action seconds, replacing the FLOP-based times
+};
+
+inline constexpr int kMessageGroupLimit = 32;
+
+struct SimResult {
+  std::vector<sched::TimedAction> events;  ///< one per executed action, predicted times
+  sched::StepSummary summary;              ///< with peak memory and MFU filled in
+};
+
+/// Simulates one training step of `schedule` (lowered and validated) for `scenario`. One S4U
+/// actor per rank walks its list: compute actions execute their FLOPs (or profiled seconds) on
+/// the rank's host; SEND posts an asynchronous put and RECV waits for it, so transfers overlap
+/// compute; ALLREDUCE runs the scenario's dp_sync over the stage's DP group. Creates the SimGrid
+/// engine, so it can run once per process.
+SimResult simulate(const Scenario& scenario, const sched::Schedule& schedule, const CostModel& cost,
+                   const SimOptions& options = {});
+
+}  // namespace dtwin::sim

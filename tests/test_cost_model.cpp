@@ -1,0 +1,258 @@
+// Tests of models/cost_model: parameter counts against published model sizes, per-stage FLOPs,
+// activation and static memory, and communication sizes, each checked against arithmetic done
+// by hand here (not by calling the model's own formulas).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "models/scenario_loader.hpp"
+
+using dtwin::CostModel;
+using dtwin::load_scenario;
+using dtwin::Scenario;
+
+namespace {
+
+const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+/// The quickstart scenario with `overrides` on top (as --set would apply them).
+Scenario quickstart(std::vector<std::string> overrides = {}) {
+  return load_scenario(kQuickstart, overrides);
+}
+
+/// LLaMA-2 7B (Touvron et al. 2023): vocab 32000, d 4096, 32 layers, 32 heads, ffn 11008, seq 4096.
+Scenario llama_7b(std::vector<std::string> extra = {}) {
+  std::vector<std::string> o = {"model.vocab_size=32000",
+                                "model.d_model=4096",
+                                "model.n_layers=32",
+                                "model.n_heads=32",
+                                "model.ffn_hidden=11008",
+                                "model.seq_len=4096",
+                                "layout.pp=1",
+                                "cluster.ranks_per_device=1"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return quickstart(o);
+}
+
+/// GPT-2 small (Radford et al. 2019): vocab 50257, d 768, 12 layers, 12 heads, ffn 3072, seq 1024.
+Scenario gpt2_small(std::vector<std::string> extra = {}) {
+  std::vector<std::string> o = {"model.family=gpt2",         "model.vocab_size=50257",
+                                "model.d_model=768",         "model.n_layers=12",
+                                "model.n_heads=12",          "model.ffn_hidden=3072",
+                                "model.seq_len=1024",        "layout.pp=1",
+                                "cluster.ranks_per_device=1"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return quickstart(o);
+}
+
+double sum_params(const CostModel& m) {
+  double sum = 0;
+  for (int s = 0; s < m.num_stages(); ++s) sum += m.stage(s).params;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("LLaMA-2 7B has 6.74B parameters", "[cost]") {
+  const CostModel m(llama_7b());
+  // per layer: q,k,v,o 4·4096² = 67,108,864; SwiGLU 3·4096·11008 = 135,266,304; 2 RMSNorms 8,192
+  const double layer = 67108864.0 + 135266304.0 + 8192.0;
+  // embedding 32000·4096 = 131,072,000; final norm 4,096; untied head 131,072,000
+  const double total = 32 * layer + 131072000.0 + 4096.0 + 131072000.0;
+  CHECK(total == 6738415616.0);
+  CHECK(m.total_params() == total);
+  CHECK(m.total_params() == Approx(6.738e9).epsilon(0.001));
+  CHECK(m.num_stages() == 1);
+  CHECK(m.stage(0).params == total);
+  CHECK(m.non_embedding_params() == 6738415616.0 - 131072000.0);
+}
+
+TEST_CASE("LLaMA-2 7B model FLOPs per token follow PaLM's 6N + 12·L·d·s", "[cost]") {
+  const CostModel m(llama_7b());
+  // N = 6,607,343,616; 6N = 39,644,061,696; 12·32·4096·4096 = 6,442,450,944
+  CHECK(m.model_flops_per_token() == 46086512640.0);
+  CHECK(m.tokens_per_microbatch() == 4096);
+  // bf16 does not change the FLOPs, only the bytes
+  CHECK(CostModel(llama_7b({"training.precision=bf16"})).model_flops_per_token() == 46086512640.0);
+}
+
+TEST_CASE("GPT-2 small has 124M parameters with its tied embedding", "[cost]") {
+  const CostModel m(gpt2_small());
+  // per layer: attention 4·768² + 4·768 = 2,362,368; MLP 2·768·3072 + 3072 + 768 = 4,722,432;
+  // two LayerNorms 4·768 = 3,072
+  const double layer = 2362368.0 + 4722432.0 + 3072.0;
+  // token 50257·768 = 38,597,376 and position 1024·768 = 786,432 embeddings; final LN 1,536
+  const double total = 12 * layer + 38597376.0 + 786432.0 + 1536.0;
+  CHECK(total == 124439808.0);
+  CHECK(m.total_params() == total);
+  CHECK(m.total_params() == Approx(124.4e6).epsilon(0.005));
+  CHECK(m.stage(0).params == total);  // one stage: the tied matrix once
+  // nanoGPT reports 123.65M "non-embedding" parameters for gpt2: all but the position table
+  CHECK(m.non_embedding_params() == 123653376.0);
+  CHECK(m.model_flops_per_token() == 6 * 123653376.0 + 12.0 * 12 * 768 * 1024);
+}
+
+TEST_CASE("per-stage parameters add up to the model's", "[cost]") {
+  const std::vector<std::string> pp4 = {"model.n_layers=8", "layout.pp=4",
+                                        "cluster.ranks_per_device=4"};
+  SECTION("llama, even split") {
+    const CostModel m(quickstart(pp4));
+    REQUIRE(m.num_stages() == 4);
+    CHECK(sum_params(m) == m.total_params());
+    // 4096·288 embedding; 2 layers of 4·288² + 3·288·768 + 2·288; final norm 288 + head 4096·288
+    const double layer = 4.0 * 288 * 288 + 3.0 * 288 * 768 + 2 * 288;
+    CHECK(m.stage(0).params == 4096.0 * 288 + 2 * layer);
+    CHECK(m.stage(1).params == 2 * layer);
+    CHECK(m.stage(2).params == 2 * layer);
+    CHECK(m.stage(3).params == 2 * layer + 288 + 4096.0 * 288);
+  }
+  SECTION("llama, stage_layers") {
+    auto o = pp4;
+    o.push_back("layout.stage_layers=[1, 3, 2, 2]");
+    const CostModel m(quickstart(o));
+    CHECK(sum_params(m) == m.total_params());
+    CHECK(m.stage(1).params == 3 * (4.0 * 288 * 288 + 3.0 * 288 * 768 + 2 * 288));
+  }
+  SECTION("gpt2 with pp > 1: the last stage holds a copy of the tied head") {
+    auto o = pp4;
+    o.push_back("model.family=gpt2");
+    const CostModel even(quickstart(o));
+    CHECK(sum_params(even) == even.total_params() + 4096.0 * 288);
+    o.push_back("layout.stage_layers=[3, 1, 1, 3]");
+    const CostModel uneven(quickstart(o));
+    CHECK(sum_params(uneven) == uneven.total_params() + 4096.0 * 288);
+    CHECK(uneven.total_params() == even.total_params());
+    // stage 3: 3 layers + final LayerNorm 2·288 + head copy 4096·288
+    const double layer = 4.0 * 288 * 288 + 2.0 * 288 * 768 + 9 * 288 + 768;
+    CHECK(uneven.stage(3).params == 3 * layer + 2 * 288 + 4096.0 * 288);
+    CHECK(uneven.stage(0).params == 3 * layer + 4096.0 * 288 + 256.0 * 288);
+  }
+}
+
+TEST_CASE("stages split the layers in order", "[cost]") {
+  SECTION("stage_layers") {
+    const CostModel m(quickstart({"model.n_layers=8", "layout.pp=4", "cluster.ranks_per_device=4",
+                                  "layout.stage_layers=[1, 3, 2, 2]"}));
+    const int first[] = {0, 1, 4, 6}, count[] = {1, 3, 2, 2};
+    for (int s = 0; s < 4; ++s) {
+      INFO("stage " << s);
+      CHECK(m.stage(s).first_layer == first[s]);
+      CHECK(m.stage(s).num_layers == count[s]);
+      CHECK(m.stage(s).has_embedding == (s == 0));
+      CHECK(m.stage(s).has_head == (s == 3));
+    }
+  }
+  SECTION("interleaved: pp * virtual_stages stages") {
+    const CostModel m(quickstart({"model.n_layers=8", "layout.pp=2", "cluster.ranks_per_device=2",
+                                  "layout.schedule=interleaved-1f1b", "layout.virtual_stages=2"}));
+    REQUIRE(m.num_stages() == 4);
+    for (int s = 0; s < 4; ++s) CHECK(m.stage(s).first_layer == 2 * s);
+    CHECK(m.stage(3).has_head);
+    CHECK_FALSE(m.stage(1).has_head);
+  }
+  SECTION("out of range") {
+    const CostModel m(quickstart());
+    CHECK_THROWS_AS(m.stage(3), std::out_of_range);
+    CHECK_THROWS_AS(m.stage(-1), std::out_of_range);
+  }
+}
+
+TEST_CASE("forward and backward FLOPs of the quickstart stages", "[cost]") {
+  // quickstart: llama, d 288, f 768, s 256, V 4096, 6 layers over 3 stages, b 1 -> T = 256
+  const CostModel m(quickstart());
+  const double T = 256, s = 256, d = 288, V = 4096;
+  const double weights = 4 * 288.0 * 288 + 3 * 288.0 * 768;  // 995,328 matmul weights per layer
+  const double layer_f = 2 * T * weights + 4 * T * s * d;    // 509,607,936 + 75,497,472
+  CHECK(layer_f == 585105408.0);
+
+  const auto& middle = m.stage(1);
+  CHECK(middle.forward_flops == 2 * layer_f);
+  CHECK(middle.weight_backward_flops == 2 * (2 * T * weights));
+  CHECK(middle.input_backward_flops == 2 * (2 * T * weights + 8 * T * s * d));
+  // B = I + W = 2F; I carries the attention backward: I = F + 4·T·s·d per layer
+  CHECK(middle.input_backward_flops + middle.weight_backward_flops == 2 * middle.forward_flops);
+  CHECK(middle.input_backward_flops == middle.forward_flops + 2 * (4 * T * s * d));
+
+  CHECK(m.stage(0).forward_flops == 2 * layer_f);  // the embedding lookup is free
+  const auto& last = m.stage(2);
+  CHECK(last.forward_flops == 2 * layer_f + 2 * T * d * V);
+  CHECK(last.weight_backward_flops == 2 * (2 * T * weights) + 2 * T * d * V);
+  CHECK(last.input_backward_flops + last.weight_backward_flops == 2 * last.forward_flops);
+
+  SECTION("FLOPs scale with the microbatch's tokens") {
+    const CostModel m2(quickstart({"layout.micro_batch_size=2"}));
+    CHECK(m2.tokens_per_microbatch() == 512);
+    CHECK(m2.stage(1).forward_flops == 2 * m.stage(1).forward_flops);
+  }
+  SECTION("gpt2 layer: 4d² + 2df matmul weights") {
+    const CostModel g(quickstart({"model.family=gpt2"}));
+    const double gw = 4 * 288.0 * 288 + 2 * 288.0 * 768;
+    CHECK(g.stage(1).forward_flops == 2 * (2 * T * gw + 4 * T * s * d));
+  }
+}
+
+TEST_CASE("summed stage FLOPs match the model FLOPs up to the norm parameters", "[cost]") {
+  const CostModel m(quickstart());
+  double flops = 0;
+  for (const auto& st : m.stages()) {
+    flops += st.forward_flops + st.input_backward_flops + st.weight_backward_flops;
+  }
+  // 6N counts the RMSNorm weights (2 per layer + the final one), which do no matrix product
+  const double norms = 6 * 2 * 288.0 + 288;
+  CHECK(flops / m.tokens_per_microbatch() + 6 * norms == Approx(m.model_flops_per_token()));
+}
+
+TEST_CASE("optimizer FLOPs are 12 per parameter", "[cost]") {
+  const CostModel m(quickstart());
+  for (const auto& st : m.stages()) CHECK(st.optimizer_flops == 12 * st.params);
+}
+
+TEST_CASE("activation memory follows Korthikanti et al. eq. 1", "[cost]") {
+  // s·b·d·(34 + 5·a·s/d) at 16 bits: 256·1·288·(34 + 5·6·256/288) = 73728·34 + 30·65536
+  const double layer16 = 73728.0 * 34 + 30.0 * 65536;  // 4,472,832 bytes
+  SECTION("fp32 doubles the 16-bit bytes") {
+    const CostModel m(quickstart());
+    CHECK(m.stage(1).activation_bytes == Approx(2 * 2 * layer16));
+    CHECK(m.stage(0).activation_bytes == Approx(2 * 2 * layer16 + 256.0 * 288 * 4));
+    CHECK(m.stage(2).activation_bytes == Approx(2 * 2 * layer16 + 2 * 256.0 * 4096 * 4));
+  }
+  SECTION("bf16") {
+    const CostModel m(quickstart({"training.precision=bf16"}));
+    CHECK(m.stage(1).activation_bytes == Approx(2 * layer16));
+    CHECK(m.stage(2).activation_bytes == Approx(2 * layer16 + 2 * 256.0 * 4096 * 2));
+  }
+}
+
+TEST_CASE("static memory is 16 bytes per parameter in both precisions", "[cost]") {
+  for (const std::string precision : {"fp32", "bf16"}) {
+    INFO(precision);
+    const CostModel m(quickstart({"training.precision=" + precision}));
+    const double grad = precision == "fp32" ? 4 : 2;
+    CHECK(m.bytes_per_element() == grad);
+    for (int s = 0; s < m.num_stages(); ++s) {
+      CHECK(m.static_memory_bytes(s) == 16 * m.stage(s).params);
+      CHECK(m.gradient_bytes(s) == grad * m.stage(s).params);
+      CHECK(m.parameter_bytes(s) == 4 * m.stage(s).params);  // fp32 master weights
+    }
+  }
+}
+
+TEST_CASE("boundary bytes are one microbatch's hidden states", "[cost]") {
+  CHECK(CostModel(quickstart()).boundary_bytes() == 294912);  // 1·256·288·4
+  CHECK(CostModel(quickstart({"training.precision=bf16"})).boundary_bytes() == 147456);
+  CHECK(CostModel(quickstart({"layout.micro_batch_size=3"})).boundary_bytes() == 3 * 294912);
+}
+
+TEST_CASE("a scenario the loader would reject is refused", "[cost]") {
+  Scenario s = quickstart();
+  s.model.family = "bert";
+  CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+  s = quickstart();
+  s.training.precision = "fp8";
+  CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+  s = quickstart();
+  s.layout.stage_layers = {1, 2};
+  CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+}

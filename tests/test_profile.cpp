@@ -1,0 +1,288 @@
+// Tests of models/profile: reading, writing and checking measured profiles, and the all-reduce
+// interpolation.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "models/profile.hpp"
+#include "models/scenario_loader.hpp"
+
+using dtwin::AllReducePoint;
+using dtwin::ConfigError;
+using dtwin::load_profile;
+using dtwin::Profile;
+using dtwin::save_profile;
+using dtwin::StageSeconds;
+
+namespace {
+
+const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+/// This process's directory for profile files, removed when the process exits (CTest may run
+/// test cases, and other builds, in parallel).
+struct TempDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dtwin_test_profile." + std::to_string(::getpid()));
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  static const TempDir dir;
+  return (dir.path / (name + ".yaml")).string();
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+/// The message load_profile throws, or "" if it loads.
+std::string load_error(const std::string& path) {
+  try {
+    load_profile(path);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// A valid profile whose line 4 is the first stage and line 9 the first all-reduce point.
+const std::string kGood =
+    "machine: \"host-x gloo cpu\"\n"
+    "threads: 2\n"
+    "stages:\n"
+    "  - {forward_s: 12ms, backward_s: 0.024, input_backward_s: 0.012, weight_backward_s: "
+    "0.012, optimizer_s: 0.003}\n"
+    "p2p: {latency: 20us, bandwidth: 2GB/s}\n"
+    "allreduce:\n"
+    "  ranks: 2\n"
+    "  points:\n"
+    "    - {bytes: 1MB, seconds: 0.001}\n"
+    "    - {bytes: 4MiB, seconds: 0.003}\n";
+
+}  // namespace
+
+TEST_CASE("a profile with units loads in base units", "[profile]") {
+  const std::string path = write("good", kGood);
+  const Profile p = load_profile(path);
+  CHECK(p.source == path);
+  CHECK(p.machine == "host-x gloo cpu");
+  CHECK(p.threads == 2);
+  REQUIRE(p.stages.size() == 1);
+  CHECK(p.stages[0].forward == Approx(0.012));
+  CHECK(p.stages[0].backward == Approx(0.024));
+  CHECK(p.stages[0].input_backward == Approx(0.012));
+  CHECK(p.stages[0].weight_backward == Approx(0.012));
+  CHECK(p.stages[0].optimizer == Approx(0.003));
+  CHECK(p.p2p_latency == Approx(20e-6));
+  CHECK(p.p2p_bandwidth == Approx(2e9));
+  CHECK(p.allreduce_ranks == 2);
+  REQUIRE(p.allreduce.size() == 2);
+  CHECK(p.allreduce[0].bytes == 1e6);
+  CHECK(p.allreduce[1].bytes == 4.0 * 1024 * 1024);
+  CHECK(p.allreduce[1].seconds == Approx(0.003));
+}
+
+TEST_CASE("machine and threads are optional", "[profile]") {
+  const std::string path = write("minimal",
+                                 "stages: [{forward_s: 1, backward_s: 2, input_backward_s: 1, "
+                                 "weight_backward_s: 1, optimizer_s: 0}]\n"
+                                 "p2p: {latency: 0, bandwidth: 1e9}\n"
+                                 "allreduce: {ranks: 1, points: []}\n");
+  const Profile p = load_profile(path);
+  CHECK(p.machine.empty());
+  CHECK(p.threads == 1);
+  CHECK(p.allreduce.empty());
+}
+
+TEST_CASE("save then load gives the same profile back", "[profile]") {
+  Profile p;
+  p.machine = "node-7: nccl \"cuda\" # 8xH100";
+  p.threads = 4;
+  p.stages = {StageSeconds{0.1, 1.0 / 3, 0.2, 2.0 / 3 - 0.2, 1e-5},
+              StageSeconds{123.456, 7e-7, 3.5e-7, 3.5e-7, 0}};
+  p.p2p_latency = 2.5e-5;
+  p.p2p_bandwidth = 12.5e9;
+  p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
+                 AllReducePoint{3e9, 12}};
+  p.allreduce_ranks = 8;
+
+  const std::string path = temp_path("roundtrip");
+  save_profile(p, path);
+  const Profile back = load_profile(path);
+  CHECK(back == p);
+  CHECK(back.source == path);
+  CHECK(back.stages[0].backward == 1.0 / 3);  // bit-exact, not approximately
+
+  SECTION("an empty all-reduce table and an empty machine") {
+    p.allreduce.clear();
+    p.allreduce_ranks = 0;
+    p.machine = "";
+    save_profile(p, path);
+    CHECK(load_profile(path) == p);
+  }
+  SECTION("equality looks at every measured field") {
+    Profile q = back;
+    q.stages[1].weight_backward *= 2;
+    CHECK_FALSE(q == p);
+    q = back;
+    q.allreduce_ranks = 2;
+    CHECK_FALSE(q == p);
+    q = back;
+    q.source = "elsewhere.yaml";  // where it was read from is not a measurement
+    CHECK(q == p);
+  }
+}
+
+TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
+  const auto error_of = [](const std::string& name, const std::string& text) {
+    const std::string path = write(name, text);
+    const std::string msg = load_error(path);
+    INFO(msg);
+    CHECK(msg.find('\n') == std::string::npos);
+    return std::make_pair(path, msg);
+  };
+  SECTION("unknown key in a stage") {
+    std::string text = kGood;
+    text.replace(text.find("optimizer_s"), 11, "optimiser_s");
+    const auto [path, msg] = error_of("unknown_stage_key", text);
+    CHECK(starts_with(msg, path + ":4:"));
+    CHECK(contains(msg, "stages[0].optimiser_s: unknown key"));
+  }
+  SECTION("unknown top-level key") {
+    const auto [path, msg] = error_of("unknown_top_key", kGood + "gpu: yes\n");
+    CHECK(starts_with(msg, path + ":11:1: gpu: unknown key"));
+  }
+  SECTION("negative seconds") {
+    std::string text = kGood;
+    text.replace(text.find("0.024"), 5, "-0.024");
+    const auto [path, msg] = error_of("negative_seconds", text);
+    CHECK(starts_with(msg, path + ":4:"));
+    CHECK(contains(msg, "stages[0].backward_s: expected a latency >= 0, got '-0.024'"));
+  }
+  SECTION("zero bandwidth") {
+    std::string text = kGood;
+    text.replace(text.find("2GB/s"), 5, "0");
+    const auto [path, msg] = error_of("zero_bandwidth", text);
+    CHECK(starts_with(msg, path + ":5:"));
+    CHECK(contains(msg, "p2p.bandwidth: expected a bandwidth > 0"));
+  }
+  SECTION("a bad unit") {
+    std::string text = kGood;
+    text.replace(text.find("1MB"), 3, "1MB/s");
+    const auto [path, msg] = error_of("bad_unit", text);
+    CHECK(starts_with(msg, path + ":9:"));
+    CHECK(contains(msg, "allreduce.points[0].bytes: expected a size such as"));
+  }
+  SECTION("no stage") {
+    const auto [path, msg] = error_of("no_stage",
+                                      "stages: []\np2p: {latency: 0, bandwidth: 1}\n"
+                                      "allreduce: {ranks: 1, points: []}\n");
+    CHECK(starts_with(msg, path + ":1:"));
+    CHECK(contains(msg, "stages: expected a non-empty list of stages"));
+  }
+  SECTION("a missing stage key") {
+    std::string text = kGood;
+    text.replace(text.find(", optimizer_s: 0.003"), 20, "");
+    const auto [path, msg] = error_of("missing_stage_key", text);
+    CHECK(starts_with(msg, path + ":4:"));
+    CHECK(contains(msg, "stages[0].optimizer_s: missing key"));
+  }
+  SECTION("points out of order") {
+    std::string text = kGood;
+    text.replace(text.find("4MiB"), 4, "1MB");
+    const auto [path, msg] = error_of("unsorted_points", text);
+    CHECK(starts_with(msg, path + ":10:"));
+    CHECK(contains(msg, "allreduce.points[1].bytes: expected points in strictly increasing"));
+  }
+  SECTION("zero threads") {
+    std::string text = kGood;
+    text.replace(text.find("threads: 2"), 10, "threads: 0");
+    const auto [path, msg] = error_of("zero_threads", text);
+    CHECK(starts_with(msg, path + ":2:"));
+    CHECK(contains(msg, "threads: expected a positive integer, got '0'"));
+  }
+  SECTION("not a map") {
+    const auto [path, msg] = error_of("not_a_map", "- 1\n- 2\n");
+    CHECK(contains(msg, "profile: expected a map, got '[1, 2]'"));  // quoted on one line
+  }
+  SECTION("invalid YAML") {
+    const auto [path, msg] = error_of("invalid_yaml", "stages: [\n");
+    CHECK(starts_with(msg, path + ":"));
+    CHECK(contains(msg, "invalid YAML"));
+  }
+  SECTION("missing file") {
+    const std::string path = temp_path("no_such_profile_file");
+    std::filesystem::remove(path);
+    CHECK(load_error(path) == path + ": cannot open profile file");
+  }
+}
+
+TEST_CASE("all-reduce seconds are interpolated between measured points", "[profile]") {
+  Profile p;
+  p.allreduce = {{1e6, 1e-3}, {2e6, 1.5e-3}, {4e6, 2.5e-3}};
+  SECTION("at the points") {
+    CHECK(p.allreduce_seconds(1e6) == Approx(1e-3));
+    CHECK(p.allreduce_seconds(2e6) == Approx(1.5e-3));
+    CHECK(p.allreduce_seconds(4e6) == Approx(2.5e-3));
+  }
+  SECTION("between points") {
+    CHECK(p.allreduce_seconds(1.5e6) == Approx(1.25e-3));
+    CHECK(p.allreduce_seconds(3e6) == Approx(2e-3));
+  }
+  SECTION("beyond the ends, along the end segments") {
+    // above: slope of the last segment 1e-3 s / 2e6 B
+    CHECK(p.allreduce_seconds(8e6) == Approx(2.5e-3 + 4e6 * 0.5e-9));
+    // below: slope of the first segment 0.5e-3 s / 1e6 B; at 0 bytes its intercept, 0.5 ms
+    CHECK(p.allreduce_seconds(0.5e6) == Approx(0.75e-3));
+    CHECK(p.allreduce_seconds(0) == Approx(0.5e-3));
+  }
+  SECTION("never negative") {
+    Profile steep;
+    steep.allreduce = {{1e6, 1e-3}, {2e6, 3e-3}};  // the line crosses 0 at 0.5 MB
+    CHECK(steep.allreduce_seconds(0.25e6) == 0);
+    CHECK(steep.allreduce_seconds(0.75e6) == Approx(0.5e-3));
+  }
+  SECTION("one point: the line through the origin; none: 0") {
+    Profile one;
+    one.allreduce = {{2e6, 4e-3}};
+    CHECK(one.allreduce_seconds(1e6) == Approx(2e-3));
+    CHECK(one.allreduce_seconds(4e6) == Approx(8e-3));
+    CHECK(Profile{}.allreduce_seconds(1e6) == 0);
+  }
+}
+
+TEST_CASE("a profile must have one entry per pipeline stage", "[profile]") {
+  const dtwin::Scenario quickstart = dtwin::load_scenario(kQuickstart);  // pp 3
+  Profile p;
+  p.source = "measured.yaml";
+  p.stages.resize(3);
+  CHECK_NOTHROW(dtwin::check_profile_matches(p, quickstart));
+  p.stages.resize(2);
+  CHECK_THROWS_WITH(dtwin::check_profile_matches(p, quickstart),
+                    "measured.yaml: stages: expected 3 stages (layout.pp * layout.virtual_stages "
+                    "of " +
+                        kQuickstart + "), got '2'");
+  const dtwin::Scenario interleaved = dtwin::load_scenario(
+      kQuickstart, {"model.n_layers=8", "layout.pp=2", "cluster.ranks_per_device=2",
+                    "layout.schedule=interleaved-1f1b", "layout.virtual_stages=2"});
+  p.stages.resize(4);
+  CHECK_NOTHROW(dtwin::check_profile_matches(p, interleaved));
+}
