@@ -1,5 +1,7 @@
 // dtwin: one schedule, simulated with SimGrid and executed with LibTorch.
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 
@@ -9,6 +11,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   dtwin::add_schedule_command(app, exit_code);
   dtwin::add_simulate_command(app, exit_code);
+  dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -78,6 +78,7 @@ struct RuntimeSpec {
   std::string backend = "gloo";  ///< "gloo" or "nccl"
   std::string device = "cpu";    ///< "cpu" or "cuda"
   double timeout_s = 60;         ///< seconds a rank waits for a peer before giving up
+  int threads = 0;  ///< intra-op threads per rank; 0 = the rank's share of the machine's cores
 };
 
 struct Scenario {

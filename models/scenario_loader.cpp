@@ -221,11 +221,12 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
 }
 
 void read_runtime(const Section& root, RuntimeSpec& r) {
-  const auto s = root.optional_section("runtime", {"backend", "device", "timeout_s"});
+  const auto s = root.optional_section("runtime", {"backend", "device", "timeout_s", "threads"});
   if (!s) return;
   s->choice("backend", {"gloo", "nccl"}, r.backend);
   s->choice("device", {"cpu", "cuda"}, r.device);
   s->quantity("timeout_s", Quantity::Count, true, r.timeout_s);
+  s->integer("threads", 0, r.threads);
 }
 
 YAML::Node parse_file(const std::string& path) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -29,6 +30,26 @@ StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
   }
   summary.bubble_fraction = world_size > 0 ? idle_fraction / world_size : 0;
   return summary;
+}
+
+StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_size,
+                            bool drop_first) {
+  std::map<int, std::vector<TimedAction>> steps;
+  for (const TimedAction& e : events) steps[e.step].push_back(e);
+  if (drop_first && steps.size() > 1) steps.erase(steps.begin());
+  StepSummary mean;
+  mean.ranks.resize(world_size);
+  for (const auto& [step, step_events] : steps) {
+    const StepSummary one = summarize(step_events, world_size);
+    mean.step_time_s += one.step_time_s / steps.size();
+    mean.bubble_fraction += one.bubble_fraction / steps.size();
+    for (int r = 0; r < world_size; ++r) {
+      mean.ranks[r].compute_s += one.ranks[r].compute_s / steps.size();
+      mean.ranks[r].comm_s += one.ranks[r].comm_s / steps.size();
+      mean.ranks[r].idle_s += one.ranks[r].idle_s / steps.size();
+    }
+  }
+  return mean;
 }
 
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size) {

@@ -42,6 +42,12 @@ struct StepSummary {
 /// for the caller). `step_time_s` is the latest end minus the earliest start over all ranks.
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size);
 
+/// The mean per-step summary of a multi-step timeline: each step's events (TimedAction::step)
+/// are summarised alone, then step time, bubble and per-rank totals are averaged. With
+/// `drop_first` and more than one step, the first (warm-up) step is left out.
+StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_size,
+                            bool drop_first);
+
 /// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
 /// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
 /// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}.

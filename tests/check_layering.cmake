@@ -1,5 +1,6 @@
 # Enforces the folder dependency rule on #include lines:
-#   schedules/ and models/ include no other folder of the project (models/ no LibTorch);
+#   schedules/ and models/ include no other folder of the project (LibTorch only in models/'s
+#   torch-modules library, never in schedules/);
 #   sim/ never includes LibTorch or runtime/; runtime/ never includes SimGrid or sim/.
 # Usage: cmake -DROOT=<repo root> -P check_layering.cmake
 set(rules
@@ -23,7 +24,7 @@ foreach(rule IN LISTS rules)
     endforeach()
   endforeach()
 endforeach()
-# models/: the spec library must stay free of LibTorch and of the other folders.
+# models/: no other folder of the project, and no SimGrid.
 file(GLOB spec_sources "${ROOT}/models/*.hpp" "${ROOT}/models/*.cpp")
 foreach(source IN LISTS spec_sources)
   file(STRINGS "${source}" includes REGEX "^#include")

@@ -1,6 +1,4 @@
 // The dtwin executable as a user runs it: exit codes and messages of `dtwin schedule`.
-#include <sys/wait.h>
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -12,26 +10,12 @@
 #include <string>
 
 #include "tests/bad_corpus.hpp"
+#include "tests/run_process.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  ///< stdout and stderr together
-};
-
-Result run_dtwin(const std::string& args) {
-  const std::string command = std::string(DTWIN_EXE) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  Result result{0, ""};
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe))
-    result.output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = dtwin::test::ProcessResult;
+using dtwin::test::run_dtwin;
 
 const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
 

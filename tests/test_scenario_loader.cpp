@@ -56,8 +56,8 @@ TEST_CASE("quickstart scenario loads with its values in base units", "[scenario]
   CHECK(s.layout.dp_sync == "allreduce");
   CHECK(s.layout.stage_layers.empty());
   CHECK(s.world_size() == 3);
-  CHECK(s.training.steps == 50);
-  CHECK(s.training.lr == Approx(1e-3));
+  CHECK(s.training.steps == 150);
+  CHECK(s.training.lr == Approx(3e-3));
   CHECK(s.training.optimizer == "adamw");
   CHECK(s.training.seed == 1234);
   CHECK(s.training.precision == "fp32");

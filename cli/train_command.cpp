@@ -1,0 +1,75 @@
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/output_dir.hpp"
+#include "cli/scenario_schedule.hpp"
+#include "models/scenario_loader.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "runtime/launcher.hpp"
+#include "runtime/rank_env.hpp"
+#include "runtime/rank_lost.hpp"
+#include "runtime/trainer.hpp"
+
+namespace dtwin {
+namespace {
+
+struct TrainCommandOptions {
+  ScenarioOptions scenario;
+  std::string output;
+  std::string data_dir = "data";
+  bool resume = false;
+  bool digests = false;
+};
+
+int run_train(const TrainCommandOptions& options, const std::vector<std::string>& args) {
+  const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  const sched::Schedule schedule = build_schedule(scenario);
+  rt::TrainOptions train;
+  train.output_dir = prepare_output_dir(options.output, scenario);
+  train.data_dir = options.data_dir;
+  train.resume = options.resume;
+  train.digests = options.digests;
+  if (const auto env = rt::rank_env_from_environment()) {
+    if (env->world_size != scenario.world_size())
+      throw std::invalid_argument("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
+                                  " (dp*pp*tp of " + scenario.source + "), got '" +
+                                  std::to_string(env->world_size) + "'");
+    try {
+      return rt::train_rank(scenario, schedule, *env, train);
+    } catch (const rt::RankLost& lost) {
+      // Leave at once: tearing down process groups with a dead peer can block.
+      std::fprintf(stderr, "error: %s\n", lost.what());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
+  }
+  // Launcher: a fresh run starts a fresh digest file; tokenize once here so that the ranks
+  // only read the cache.
+  if (!train.resume) std::filesystem::remove(train.output_dir + "/digests.csv");
+  rt::TokenDataset(train.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  std::cout << "training " << scenario.name << " on " << scenario.world_size()
+            << " local ranks; output in " << train.output_dir << std::endl;
+  return rt::launch_local(args, scenario.world_size(), scenario.runtime.timeout_s);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args) {
+  auto options = std::make_shared<TrainCommandOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train the scenario for real with LibTorch");
+  add_scenario_options(*cmd, options->scenario);
+  cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
+  cmd->add_option("--data-dir", options->data_dir,
+                  "Folder of brown.txt (scripts/fetch_data.sh) and the tokenizer cache");
+  cmd->add_flag("--resume", options->resume, "Continue from the latest checkpoint in the output");
+  cmd->add_flag("--digests", options->digests,
+                "Write per-step parameter digests of every rank to OUT/digests.csv");
+  cmd->callback([options, &exit_code, args] {
+    exit_code = run_guarded([&] { return run_train(*options, args); });
+  });
+}
+
+}  // namespace dtwin

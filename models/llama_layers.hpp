@@ -1,0 +1,109 @@
+// The building blocks of a LLaMA decoder (Touvron et al. 2023): token embedding, RMSNorm,
+// rotary position embeddings, causal multi-head self-attention, the SwiGLU feed-forward and the
+// pre-norm decoder layer. Parameters are created uninitialised with the given TensorOptions
+// (device, dtype); StageModule initialises them by global name (models/param_init.hpp).
+//
+// Shapes: b = batch, s = sequence, d = d_model, h = n_heads, hd = d/h, f = ffn_hidden,
+// V = vocab_size.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "models/split_linear.hpp"
+
+namespace dtwin::nn {
+
+/// The token embedding, one parameter "weight" [V, d]. Its gradient is computed during the
+/// backward as usual (never deferred to a WeightGradStash).
+class TokenEmbeddingImpl : public torch::nn::Module {
+ public:
+  TokenEmbeddingImpl(std::int64_t vocab_size, std::int64_t d_model,
+                     const torch::TensorOptions& options);
+  /// ids int64 [b, s] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& ids);
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(TokenEmbedding);
+
+/// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x², last dim) + eps) · weight, one parameter
+/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype before the weight.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOptions& options);
+  /// x [..., d] -> [..., d].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+/// The rotary tables (cos, sin), each [s, hd], for positions 0..s-1: angle(p, i) = p ·
+/// base^(-2i/hd) for i < hd/2, repeated for the second half (the "rotate-half" layout). Computed
+/// in fp32 and returned with `options` (device, dtype).
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(std::int64_t seq_len, std::int64_t head_dim,
+                                                      double base,
+                                                      const torch::TensorOptions& options);
+
+/// Applies rotary position embeddings to x [b, h, s, hd] with tables cos, sin [s, hd]:
+/// x·cos + rotate_half(x)·sin, where rotate_half([x1, x2]) = [-x2, x1] (halves of the last dim).
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
+                           const torch::Tensor& sin);
+
+/// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q, k, v [b, h, s, hd] -> [b, h, s, hd]; position i
+/// attends to positions 0..i. LibTorch 2.x: at::scaled_dot_product_attention(is_causal); 1.x:
+/// matmul, -inf above the diagonal, softmax (in fp32), matmul.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v);
+
+/// Causal multi-head self-attention with RoPE on q and k; submodules wq, wk, wv, wo (SplitLinear,
+/// [d, d] each, no bias).
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options);
+  /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+  SplitLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+
+ private:
+  std::int64_t n_heads_;
+};
+TORCH_MODULE(Attention);
+
+/// The SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) · w3 x); w1 (gate) and w3 (up) [f, d],
+/// w2 (down) [d, f], all SplitLinear without bias.
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
+                  const torch::TensorOptions& options);
+  /// x [b, s, d] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  SplitLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+/// One pre-norm decoder layer: x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)). Submodules
+/// attn_norm, attn, mlp_norm, mlp.
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
+                   const torch::TensorOptions& options);
+  /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+  RMSNorm attn_norm{nullptr}, mlp_norm{nullptr};
+  Attention attn{nullptr};
+  FeedForward mlp{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+}  // namespace dtwin::nn

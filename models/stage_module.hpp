@@ -1,0 +1,80 @@
+// One pipeline stage of a LLaMA model: an optional token embedding, a run of consecutive decoder
+// layers, and optionally the final RMSNorm, the LM head and the cross-entropy loss. A stage with
+// layer 0 onwards, all n_layers layers, the embedding and the head is the whole model.
+//
+// Parameters are registered under their global names, the same whatever the split:
+//   embed.weight [V, d]                                   (stage with the embedding)
+//   layers.<i>.attn_norm.weight [d], layers.<i>.mlp_norm.weight [d]
+//   layers.<i>.attn.{wq,wk,wv,wo}.weight [d, d]
+//   layers.<i>.mlp.{w1,w3}.weight [f, d], layers.<i>.mlp.w2.weight [d, f]
+//   norm.weight [d], head.weight [V, d]                   (stage with the head)
+// with <i> the global layer index, and initialised from them (models/param_init.hpp), so any split
+// holds exactly the values of the single-stage model with the same seed.
+//
+// The q/k/v/o, w1/w2/w3 and head weights are SplitLinear layers: a backward run under a
+// StashGuard (models/split_linear.hpp) defers their weight gradients to the stash (I), and
+// WeightGradStash::apply() computes them later (W). The norm and embedding weights get their
+// gradients during the backward either way.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/moduledict.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "models/llama_layers.hpp"
+#include "models/scenario.hpp"
+#include "models/split_linear.hpp"
+
+namespace dtwin::nn {
+
+class StageModule : public torch::nn::Module {
+ public:
+  /// RMSNorm epsilon and RoPE base of the LLaMA family.
+  static constexpr double kNormEps = 1e-5;
+  static constexpr double kRopeBase = 10000.0;
+
+  /// Builds layers [first_layer, first_layer + num_layers) of the model `spec` (family "llama"),
+  /// with the token embedding when `has_embedding` and the final norm and LM head when `has_head`,
+  /// initialised from `seed`; parameters live on `device` with `dtype` (values are drawn in fp32
+  /// on the CPU and converted). Throws std::invalid_argument for another family, d_model not a
+  /// multiple of n_heads, an odd head size or a layer range outside [0, n_layers).
+  StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
+              bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
+              torch::ScalarType dtype = torch::kFloat32);
+  /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model and
+  /// scenario.training.seed. The device and dtype are the caller's choice (runtime.device and
+  /// training.precision are not read here).
+  StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
+              torch::ScalarType dtype = torch::kFloat32);
+
+  /// The stage's forward.
+  ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
+  ///    hidden states [b, s, d] (floating point, usually requires_grad for the backward);
+  ///  - targets: int64 next-token ids [b, s], required on a stage with the head, else ignored.
+  /// Returns the hidden states [b, s, d], or on a stage with the head the scalar mean
+  /// cross-entropy over all b·s targets (logits in fp32).
+  torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
+
+  const ModelSpec& spec() const { return spec_; }
+  int first_layer() const { return first_layer_; }
+  int num_layers() const { return num_layers_; }
+  bool has_embedding() const { return has_embedding_; }
+  bool has_head() const { return has_head_; }
+
+ private:
+  ModelSpec spec_;
+  int first_layer_;
+  int num_layers_;
+  bool has_embedding_;
+  bool has_head_;
+  TokenEmbedding embed_{nullptr};
+  torch::nn::ModuleDict layer_dict_{nullptr};
+  std::vector<DecoderLayer> layers_;
+  RMSNorm norm_{nullptr};
+  SplitLinear head_{nullptr};
+};
+
+}  // namespace dtwin::nn

@@ -1,0 +1,132 @@
+#include "runtime/communicator.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "runtime/clock.hpp"
+#include "runtime/rank_lost.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr double kBeatPeriod = 0.5;  // s between heartbeats
+constexpr double kStale = 2.0;       // s without a beat that mark a rank lost
+
+std::string join(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+std::vector<uint8_t> bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+std::string text(const std::vector<uint8_t>& data) {
+  return {data.begin(), data.end()};
+}
+
+c10::intrusive_ptr<c10d::Store> connect(const RankEnv& env, bool server, double timeout_s) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.master_port);
+  options.isServer = server;
+  options.waitWorkers = false;
+  options.timeout = milliseconds(static_cast<long>(timeout_s * 1000));
+  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  const std::string& name, int rank, int size,
+                                                  double timeout_s) {
+  auto options =
+      c10d::ProcessGroupGloo::Options::create(milliseconds(static_cast<long>(timeout_s * 1000)));
+  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(
+      c10::make_intrusive<c10d::PrefixStore>(name, store), rank, size, options);
+}
+
+}  // namespace
+
+Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, double timeout_s)
+    : rank_(env.rank), world_size_(env.world_size) {
+  const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
+  store_ = connect(env, server, timeout_s);
+  heartbeat_store_ = connect(env, false, timeout_s);
+  if (env.rank == 0) store_->set("origin", bytes(std::to_string(wall_seconds())));
+  origin_ = std::stod(text(store_->get("origin")));
+  beat();
+  heartbeat_ = std::thread([this] {
+    while (!stop_) {
+      std::this_thread::sleep_for(milliseconds(static_cast<long>(kBeatPeriod * 1000)));
+      beat();
+    }
+  });
+  const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
+  pipeline_ =
+      gloo_group(store_, "pipeline/" + std::to_string(replica), stage_rank, layout.pp, timeout_s);
+  data_parallel_ =
+      gloo_group(store_, "dp/" + std::to_string(stage_rank), replica, layout.dp, timeout_s);
+}
+
+Communicator::~Communicator() {
+  stop_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void Communicator::beat() {
+  try {
+    heartbeat_store_->set("alive/" + std::to_string(rank_), bytes(std::to_string(wall_seconds())));
+  } catch (const std::exception&) {
+    // The store is gone (its host died); the main thread's next wait reports it.
+  }
+}
+
+std::vector<int> Communicator::lost_ranks(const std::vector<int>& candidates) {
+  const double deadline = wall_seconds() + 3.0;
+  while (true) {
+    std::vector<int> lost;
+    for (int r : candidates) {
+      try {
+        const std::string key = "alive/" + std::to_string(r);
+        if (!store_->check({key}) || wall_seconds() - std::stod(text(store_->get(key))) > kStale)
+          lost.push_back(r);
+      } catch (const std::exception&) {
+        lost.push_back(r);
+      }
+    }
+    if (!lost.empty() || wall_seconds() > deadline) return lost;
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+}
+
+}  // namespace dtwin::rt
+
+namespace dtwin::rt {
+
+void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what,
+                        const std::vector<int>& peers) {
+  try {
+    work->wait();
+  } catch (const std::exception& error) {
+    report_lost(what, peers, error.what());
+  }
+}
+
+void Communicator::report_lost(const std::string& what, const std::vector<int>& peers,
+                               const std::string& error) {
+  std::vector<int> candidates = peers;
+  if (candidates.empty())
+    for (int r = 0; r < world_size_; ++r)
+      if (r != rank_) candidates.push_back(r);
+  const std::vector<int> lost = lost_ranks(candidates);
+  throw RankLost("rank " + std::to_string(rank_) + ": lost rank " +
+                 (lost.empty() ? "(one of " + join(candidates) + ")" : join(lost)) + " during " +
+                 what + ": " + error);
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,73 @@
+// Rendezvous and process groups of one rank: c10d's TCPStore and ProcessGroupGloo, one group
+// per pipeline and one per data-parallel group, plus heartbeats that name a lost rank.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "runtime/rank_env.hpp"
+#include "schedules/schedule.hpp"
+
+namespace dtwin::rt {
+
+class Communicator {
+ public:
+  /// Connects to the store at MASTER_ADDR:MASTER_PORT (rank 0 hosts it unless the launcher
+  /// does), agrees on the run's clock origin, and creates this rank's pipeline group (members:
+  /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
+  /// pipeline rank, indexed by replica). Every wait gives up after `timeout_s` seconds.
+  Communicator(const RankEnv& env, const sched::Layout& layout, double timeout_s);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  double origin() const { return origin_; }
+  c10d::ProcessGroup& pipeline() { return *pipeline_; }
+  c10d::ProcessGroup& data_parallel() { return *data_parallel_; }
+  c10d::Store& store() { return *store_; }
+
+  /// The ranks among `candidates` whose heartbeat stopped (no beat for 2 s), waiting up to 3 s
+  /// for one to go stale. Empty if all are alive.
+  std::vector<int> lost_ranks(const std::vector<int>& candidates);
+
+  /// Waits for `work` (at most the timeout). On failure throws RankLost naming the lost rank
+  /// among `peers` (every other rank when empty) and `what` was waiting for it.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what,
+            const std::vector<int>& peers);
+
+  /// Calls `post` (a lambda that starts an operation on a process group and returns its Work);
+  /// if starting it fails (a peer's connection is already closed), throws RankLost as wait().
+  template <typename Post>
+  c10::intrusive_ptr<c10d::Work> post(const std::string& what, const std::vector<int>& peers,
+                                      Post&& post) {
+    try {
+      return post();
+    } catch (const std::exception& error) {
+      report_lost(what, peers, error.what());
+    }
+  }
+
+  /// Throws RankLost for the failed `work`, as wait() does.
+  [[noreturn]] void report_lost(const std::string& what, const std::vector<int>& peers,
+                                const std::string& error);
+
+ private:
+  void beat();
+
+  int rank_;
+  int world_size_;
+  double origin_ = 0;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Store> heartbeat_store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> pipeline_;
+  c10::intrusive_ptr<c10d::ProcessGroup> data_parallel_;
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_;
+};
+
+}  // namespace dtwin::rt

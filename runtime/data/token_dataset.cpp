@@ -1,0 +1,230 @@
+#include "runtime/data/token_dataset.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+#include "runtime/data/file_util.hpp"
+#include "runtime/data/tokenizer.hpp"
+
+namespace dtwin::rt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// tokens-<vocab>.bin: this 24-byte header, then `count` int32 token ids, native byte order.
+constexpr char kMagic[8] = {'D', 'T', 'W', 'N', 'T', 'O', 'K', '1'};
+struct CacheHeader {
+  char magic[8];
+  int32_t vocab_size;
+  int32_t reserved;
+  int64_t count;
+};
+static_assert(sizeof(CacheHeader) == 24);
+
+constexpr double kTrainFraction = 0.95;
+
+bool read_cache(const fs::path& path, int vocab_size, std::vector<int32_t>& tokens) {
+  std::ifstream in(path, std::ios::binary);
+  CacheHeader header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return false;
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.vocab_size != vocab_size ||
+      header.count <= 0) {
+    return false;
+  }
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec || size != sizeof header + static_cast<uint64_t>(header.count) * sizeof(int32_t)) {
+    return false;
+  }
+  tokens.resize(static_cast<size_t>(header.count));
+  if (!in.read(reinterpret_cast<char*>(tokens.data()),
+               static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)))) {
+    return false;
+  }
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= vocab_size) return false;
+  }
+  return true;
+}
+
+void write_cache(const fs::path& path, int vocab_size, const std::vector<int32_t>& tokens) {
+  const fs::path temp = data::temp_path_for(path);
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    CacheHeader header{};
+    std::memcpy(header.magic, kMagic, sizeof kMagic);
+    header.vocab_size = vocab_size;
+    header.count = static_cast<int64_t>(tokens.size());
+    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+    out.write(reinterpret_cast<const char*>(tokens.data()),
+              static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(temp, ec);
+      throw std::runtime_error("cannot write the token cache " + temp.string());
+    }
+  }
+  data::commit_file(temp, path);
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// Uniform integer in [0, bound) from a 64-bit generator, by rejection: the same values on every
+/// platform (std::uniform_int_distribution's algorithm is implementation-defined).
+uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
+  const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
+  for (;;) {
+    const uint64_t r = rng();
+    if (r >= threshold) return r % bound;
+  }
+}
+
+void check_range(const char* what, int64_t value, int64_t lo, int64_t hi_exclusive) {
+  if (value < lo || value >= hi_exclusive) {
+    throw std::invalid_argument(std::string("TokenDataset: ") + what + " = " +
+                                std::to_string(value) + " is outside [" + std::to_string(lo) +
+                                ", " + std::to_string(hi_exclusive) + ")");
+  }
+}
+
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+}  // namespace
+
+TokenDataset::TokenDataset(const std::string& data_dir, int vocab_size, int seq_len)
+    : vocab_size_(vocab_size), seq_len_(seq_len) {
+  if (seq_len < 1) {
+    throw std::invalid_argument("TokenDataset: seq_len must be positive, got " +
+                                std::to_string(seq_len));
+  }
+  const fs::path corpus = corpus_path(data_dir);
+  tokenizer_path_ = ensure_tokenizer(data_dir, vocab_size);
+  tokenizer_ = std::make_unique<Tokenizer>(tokenizer_path_);
+  if (tokenizer_->vocab_size() != vocab_size) {
+    throw std::runtime_error("tokenizer " + tokenizer_path_ + " has " +
+                             std::to_string(tokenizer_->vocab_size()) + " pieces, expected " +
+                             std::to_string(vocab_size));
+  }
+
+  const fs::path cache = fs::path(data_dir) / ("tokens-" + std::to_string(vocab_size) + ".bin");
+  const fs::path model = tokenizer_path_;
+  auto cached = [&] {
+    return data::up_to_date(cache, {corpus, model}) && read_cache(cache, vocab_size, tokens_);
+  };
+  if (!cached()) {
+    data::FileLock lock(fs::path(data_dir) / (".tokens-" + std::to_string(vocab_size) + ".lock"));
+    if (!cached()) {  // no other rank wrote it meanwhile
+      tokens_ = tokenizer_->encode_lines(corpus.string());
+      write_cache(cache, vocab_size, tokens_);
+    }
+  }
+
+  const int64_t n = static_cast<int64_t>(tokens_.size());
+  const int64_t span = static_cast<int64_t>(seq_len) + 1;
+  train_tokens_ = static_cast<int64_t>(static_cast<double>(n) * kTrainFraction);
+  train_sequences_ = train_tokens_ / span;
+  validation_sequences_ = (n - train_tokens_) / span;
+  if (train_sequences_ == 0) {
+    throw std::runtime_error("TokenDataset: the training split of " + corpus.string() + " (" +
+                             std::to_string(train_tokens_) + " tokens) holds no sequence of " +
+                             std::to_string(span) + " tokens (seq_len " + std::to_string(seq_len) +
+                             " + 1)");
+  }
+}
+
+TokenDataset::~TokenDataset() = default;
+
+std::shared_ptr<const std::vector<int64_t>> TokenDataset::permutation(uint64_t seed,
+                                                                      int64_t epoch) const {
+  const auto key = std::make_pair(seed, epoch);
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (auto it = permutations_.find(key); it != permutations_.end()) return it->second;
+  }
+  auto perm = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(train_sequences_));
+  for (int64_t i = 0; i < train_sequences_; ++i) (*perm)[static_cast<size_t>(i)] = i;
+  std::mt19937_64 rng(splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(epoch)));
+  for (int64_t i = train_sequences_ - 1; i > 0; --i) {
+    const auto j = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(i) + 1));
+    std::swap((*perm)[static_cast<size_t>(i)], (*perm)[static_cast<size_t>(j)]);
+  }
+  std::lock_guard<std::mutex> guard(mutex_);
+  permutations_[key] = perm;
+  // Keep a few recent permutations: a step reads at most two epochs.
+  while (permutations_.size() > 4) {
+    auto victim = permutations_.begin();
+    if (victim->first == key) ++victim;
+    permutations_.erase(victim);
+  }
+  return perm;
+}
+
+int64_t TokenDataset::train_sequence_at(int64_t position, uint64_t seed) const {
+  check_range("stream position", position, 0, std::numeric_limits<int64_t>::max());
+  const auto perm = permutation(seed, position / train_sequences_);
+  return (*perm)[static_cast<size_t>(position % train_sequences_)];
+}
+
+Batch TokenDataset::gather(const std::vector<int64_t>& starts) const {
+  const int64_t span = static_cast<int64_t>(seq_len_) + 1;
+  torch::Tensor all =
+      torch::empty({static_cast<int64_t>(starts.size()), span}, torch::dtype(torch::kInt64));
+  int64_t* out = all.data_ptr<int64_t>();
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int32_t* in = tokens_.data() + starts[i];
+    for (int64_t k = 0; k < span; ++k) *out++ = in[k];
+  }
+  return {all.slice(1, 0, seq_len_).contiguous(), all.slice(1, 1, span).contiguous()};
+}
+
+Batch TokenDataset::batch(int64_t step, int replica, int microbatch, int dp, int microbatches,
+                          int micro_batch_size, uint64_t seed) const {
+  check_range("dp", dp, 1, kMaxInt);
+  check_range("microbatches", microbatches, 1, kMaxInt);
+  check_range("micro_batch_size", micro_batch_size, 1, kMaxInt);
+  check_range("replica", replica, 0, dp);
+  check_range("microbatch", microbatch, 0, microbatches);
+  const int64_t global = static_cast<int64_t>(dp) * microbatches * micro_batch_size;
+  check_range("step", step, 0, std::numeric_limits<int64_t>::max() / global);
+  const int64_t first =
+      step * global +
+      (static_cast<int64_t>(replica) * microbatches + microbatch) * micro_batch_size;
+  const int64_t span = static_cast<int64_t>(seq_len_) + 1;
+  std::vector<int64_t> starts(static_cast<size_t>(micro_batch_size));
+  for (int k = 0; k < micro_batch_size; ++k) starts[k] = train_sequence_at(first + k, seed) * span;
+  return gather(starts);
+}
+
+int64_t TokenDataset::validation_batches(int micro_batch_size) const {
+  check_range("micro_batch_size", micro_batch_size, 1, kMaxInt);
+  return validation_sequences_ / micro_batch_size;
+}
+
+Batch TokenDataset::validation_batch(int64_t index, int micro_batch_size) const {
+  check_range("micro_batch_size", micro_batch_size, 1, kMaxInt);
+  if (validation_sequences_ == 0) {
+    throw std::runtime_error("TokenDataset: the validation split holds no sequence of " +
+                             std::to_string(seq_len_ + 1) + " tokens");
+  }
+  check_range("validation batch index", index, 0,
+              std::numeric_limits<int64_t>::max() / micro_batch_size);
+  const int64_t span = static_cast<int64_t>(seq_len_) + 1;
+  std::vector<int64_t> starts(static_cast<size_t>(micro_batch_size));
+  for (int k = 0; k < micro_batch_size; ++k) {
+    starts[k] = train_tokens_ + (index * micro_batch_size + k) % validation_sequences_ * span;
+  }
+  return gather(starts);
+}
+
+}  // namespace dtwin::rt

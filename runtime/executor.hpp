@@ -1,0 +1,91 @@
+// The executor: walks one rank's lowered action list through a dispatch table from action kind
+// to handler, and times every action on the run's common clock.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <vector>
+
+#include "models/scenario.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "runtime/rank_model.hpp"
+#include "schedules/schedule.hpp"
+#include "schedules/timeline.hpp"
+
+namespace dtwin::rt {
+
+class Executor {
+ public:
+  struct StepResult {
+    std::vector<sched::TimedAction> events;  ///< one per executed action, in execution order
+    double loss_sum = 0;                     ///< sum of microbatch losses (last stage only)
+    int loss_count = 0;
+  };
+
+  /// `stages` are this rank's modules (build_rank_model); all references must outlive it.
+  Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
+           std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
+           const RunClock& clock);
+
+  /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
+  /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
+  /// group; B (or I then W) runs the backward of loss/m; ALLREDUCE applies the layout's dp_sync
+  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler and
+  /// RankLost when a peer is gone.
+  StepResult run_step(int64_t step);
+
+ private:
+  using Key = std::pair<int, int>;  // (stage, microbatch)
+  using Handler = void (Executor::*)(const sched::Action&);
+
+  void forward(const sched::Action& a);
+  void backward(const sched::Action& a);
+  void input_backward(const sched::Action& a);
+  void weight_backward(const sched::Action& a);
+  void send(const sched::Action& a);
+  void receive(const sched::Action& a);
+  void dp_sync(const sched::Action& a);
+  void optimizer_step(const sched::Action& a);
+
+  void run_backward(const sched::Action& a, bool split);
+  sched::Action peer_action(const sched::Action& a) const;
+  int tag(const sched::Action& a) const;
+  bool local_stage(int stage) const { return stages_.count(stage) > 0; }
+  void stamp_finished_sends();
+  void wait(c10::intrusive_ptr<c10d::Work> work, const sched::Action& a,
+            const std::vector<int>& peers);
+
+  const Scenario& scenario_;
+  const sched::Schedule& schedule_;
+  int rank_;
+  std::map<int, StageState>& stages_;
+  Communicator& comm_;
+  const TokenDataset& data_;
+  const RunClock& clock_;
+  std::map<sched::ActionKind, Handler> handlers_;
+
+  // Per-step state.
+  int64_t step_ = 0;
+  double exposed_ = 0;                        // exposed communication of the action being run
+  std::map<Key, torch::Tensor> inputs_;       // stage inputs that need their gradient
+  std::map<Key, torch::Tensor> outputs_;      // hidden states, or the loss on the last stage
+  std::map<Key, torch::Tensor> activations_;  // input activation of (stage, mb), ready for F
+  std::map<Key, torch::Tensor> gradients_;    // gradient of (stage, mb)'s output, ready for B/I
+  std::map<Key, torch::Tensor> input_grads_;  // gradient of (stage, mb)'s input, for SEND_B
+  std::map<Key, nn::WeightGradStash> stashes_;
+  struct PendingSend {
+    c10::intrusive_ptr<c10d::Work> work;
+    torch::Tensor buffer;
+    size_t event;  // index into events_
+    int peer;      // receiving rank
+  };
+  std::vector<PendingSend> sends_;
+  std::vector<sched::TimedAction> events_;
+  double loss_sum_ = 0;
+  int loss_count_ = 0;
+};
+
+}  // namespace dtwin::rt

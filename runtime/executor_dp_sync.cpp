@@ -1,0 +1,79 @@
+// Executor::dp_sync: the ALLREDUCE action under the layout's dp_sync.
+#include "runtime/executor.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+// Gradients (or weights) of a stage flattened into one buffer, followed by one arrival-time
+// slot per replica: after a sum over the group every slot holds its replica's arrival.
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors, int replicas) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& t : tensors) parts.push_back(t.reshape(-1));
+  parts.push_back(torch::zeros({replicas}, tensors.front().options()));
+  return torch::cat(parts);
+}
+
+void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (torch::Tensor& t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+
+}  // namespace
+
+void Executor::dp_sync(const sched::Action& a) {
+  const sched::Layout& layout = schedule_.layout;
+  const int dp = layout.dp, replica = layout.dp_index(rank_);
+  std::vector<int> peers;
+  for (int d = 0; d < dp; ++d)
+    if (d != replica) peers.push_back(layout.rank(d, layout.pipeline_rank(rank_)));
+
+  const bool weights = layout.dp_sync == sched::DpSync::WeightAverage;
+  std::vector<torch::Tensor> tensors;
+  for (torch::Tensor& p : stages_.at(a.stage).module->parameters()) {
+    if (!weights && !p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    tensors.push_back(weights ? p : p.mutable_grad());
+  }
+  torch::Tensor flat = flatten(tensors, dp);
+  const int64_t numel = flat.numel() - dp;
+  const double start = clock_.now();
+  flat[numel + replica] = start;
+
+  c10d::ProcessGroup& group = comm_.data_parallel();
+  if (layout.dp_sync == sched::DpSync::GatherScatter) {
+    std::vector<std::vector<torch::Tensor>> gathered;
+    if (replica == 0) {
+      gathered.emplace_back();
+      for (int d = 0; d < dp; ++d) gathered[0].push_back(torch::empty_like(flat));
+    }
+    std::vector<torch::Tensor> input{flat};
+    c10d::GatherOptions gather_options;
+    gather_options.rootRank = 0;
+    const std::string what = sched::to_string(a);
+    wait(comm_.post(what, peers, [&] { return group.gather(gathered, input, gather_options); }), a,
+         peers);
+    std::vector<std::vector<torch::Tensor>> scattered;
+    if (replica == 0) {
+      const torch::Tensor sum = torch::stack(gathered[0]).sum(0);
+      scattered.push_back(std::vector<torch::Tensor>(dp, sum));
+    }
+    std::vector<torch::Tensor> output{torch::empty_like(flat)};
+    c10d::ScatterOptions scatter_options;
+    scatter_options.rootRank = 0;
+    wait(comm_.post(what, peers, [&] { return group.scatter(output, scattered, scatter_options); }),
+         a, peers);
+    flat = output[0];
+  } else {
+    std::vector<torch::Tensor> buffers{flat};
+    wait(comm_.post(sched::to_string(a), peers, [&] { return group.allreduce(buffers); }), a,
+         peers);
+  }
+  const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
+  exposed_ = std::max(0.0, clock_.now() - std::max(start, last_arrival));
+  unflatten(flat.narrow(0, 0, numel) / dp, tensors);
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,114 @@
+#include "runtime/launcher.hpp"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "runtime/clock.hpp"
+
+extern char** environ;
+
+namespace dtwin::rt {
+namespace {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    throw std::runtime_error("launcher: cannot find a free port on 127.0.0.1");
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+pid_t spawn_rank(const std::vector<std::string>& args, int rank, int world_size, int port) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  for (const std::string& entry :
+       {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+        "WORLD_SIZE=" + std::to_string(world_size),
+        "LOCAL_WORLD_SIZE=" + std::to_string(world_size), std::string("MASTER_ADDR=127.0.0.1"),
+        "MASTER_PORT=" + std::to_string(port), std::string("DTWIN_STORE_HOSTED=1")})
+    env_strings.push_back(entry);
+  std::vector<char*> argv, envp;
+  std::string exe = "/proc/self/exe";
+  argv.push_back(exe.data());
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0)
+    throw std::runtime_error("launcher: cannot start rank " + std::to_string(rank));
+  return pid;
+}
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+int launch_local(const std::vector<std::string>& args, int world_size, double timeout_s) {
+  const int port = free_port();
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
+  c10d::TCPStore store("127.0.0.1", options);
+
+  std::map<pid_t, int> running;  // pid -> rank
+  for (int rank = 0; rank < world_size; ++rank)
+    running[spawn_rank(args, rank, world_size, port)] = rank;
+
+  int failed = -1;
+  double deadline = 0;
+  while (!running.empty()) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      const int rank = running[pid];
+      running.erase(pid);
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok) std::fprintf(stderr, "launcher: rank %d %s\n", rank, describe(status).c_str());
+      if (!ok && failed < 0) {
+        failed = rank;
+        deadline = wall_seconds() + timeout_s + 5;
+      }
+      continue;
+    }
+    if (failed >= 0 && wall_seconds() > deadline) {
+      for (auto [stuck, rank] : running) {
+        std::fprintf(stderr,
+                     "launcher: rank %d still running %.0f s after rank %d failed; killing it\n",
+                     rank, timeout_s + 5, failed);
+        kill(stuck, SIGKILL);
+        waitpid(stuck, &status, 0);
+      }
+      running.clear();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (failed >= 0) {
+    std::fprintf(stderr, "launcher: training failed: rank %d was lost first\n", failed);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace dtwin::rt

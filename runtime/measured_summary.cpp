@@ -1,0 +1,51 @@
+#include "runtime/measured_summary.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "schedules/timeline.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+}  // namespace
+
+void write_measured(c10d::Store& store, const Scenario& scenario, const CostModel& cost,
+                    int world_size, const std::string& output_dir) {
+  std::vector<sched::TimedAction> events;
+  std::vector<double> peak(world_size, 0);
+  for (int rank = 0; rank < world_size; ++rank) {
+    const std::vector<uint8_t> data = store.get("events/" + std::to_string(rank));
+    const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
+    peak[rank] = doc["peak_memory_bytes"].get<double>();
+    for (sched::TimedAction& e : sched::from_chrome_trace(doc["trace"].dump())) {
+      e.rank = rank;
+      events.push_back(e);
+    }
+  }
+  write_file(output_dir + "/measured.trace.json", sched::to_chrome_trace(events, world_size));
+
+  sched::StepSummary summary = sched::summarize_steps(events, world_size, true);
+  const ClusterSpec& cluster = scenario.cluster;
+  for (int rank = 0; rank < world_size; ++rank) {
+    summary.ranks[rank].peak_memory_bytes = peak[rank];
+    summary.ranks[rank].memory_ok = peak[rank] <= cluster.device.memory / cluster.ranks_per_device;
+  }
+  const double tokens =
+      double(scenario.layout.dp) * scenario.layout.microbatches * cost.tokens_per_microbatch();
+  if (summary.step_time_s > 0) {
+    summary.tokens_per_s = tokens / summary.step_time_s;
+    summary.mfu = cost.model_flops_per_token() * summary.tokens_per_s /
+                  (cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node);
+  }
+  write_file(output_dir + "/measured.summary.json", sched::to_summary_json(summary));
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,24 @@
+// Which rank this process is, from torchrun-style environment variables.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace dtwin::rt {
+
+/// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (required together) and LOCAL_WORLD_SIZE
+/// (optional, default WORLD_SIZE), as torchrun, Slurm or mpirun wrappers set them.
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr;
+  int master_port = 0;
+  int local_world_size = 1;
+  bool store_hosted_elsewhere = false;  ///< DTWIN_STORE_HOSTED=1: the launcher hosts the store
+};
+
+/// The rank environment, or nullopt when RANK is unset (dtwin then launches the ranks itself).
+/// Throws std::invalid_argument naming the variable when one is missing or malformed.
+std::optional<RankEnv> rank_env_from_environment();
+
+}  // namespace dtwin::rt

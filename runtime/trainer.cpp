@@ -1,0 +1,145 @@
+#include "runtime/trainer.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "models/cost_model.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/measured_summary.hpp"
+#include "runtime/threads.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+std::vector<uint8_t> bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+double peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss * 1024.0;
+}
+
+// Mean loss of the step over every replica's microbatches (last-stage ranks only).
+double global_loss(Communicator& comm, const Executor::StepResult& result, int dp) {
+  std::vector<torch::Tensor> loss{torch::tensor({result.loss_sum / result.loss_count})};
+  const std::string what = "the step's loss all-reduce";
+  comm.wait(comm.post(what, {}, [&] { return comm.data_parallel().allreduce(loss); }), what, {});
+  return loss[0].item<double>() / dp;
+}
+
+class Progress {
+ public:
+  Progress(const std::string& output_dir, int64_t total_steps, double tokens_per_step, bool resume)
+      : total_(total_steps), tokens_(tokens_per_step) {
+    csv_.open(output_dir + "/loss.csv", resume ? std::ios::app : std::ios::trunc);
+    if (!resume) csv_ << "step,loss,tokens_per_s,seconds\n";
+  }
+  void report(int64_t step, double loss, double seconds) {
+    const double tokens_per_s = tokens_ / seconds;
+    const double eta = seconds * (total_ - step - 1);
+    std::printf("step %lld/%lld  loss %.4f  %.0f tokens/s  %.3f s  ETA %.0f s\n",
+                static_cast<long long>(step + 1), static_cast<long long>(total_), loss,
+                tokens_per_s, seconds, eta);
+    std::fflush(stdout);
+    char row[128];
+    std::snprintf(row, sizeof row, "%lld,%.9g,%.6g,%.6g\n", static_cast<long long>(step + 1), loss,
+                  tokens_per_s, seconds);
+    csv_ << row << std::flush;
+  }
+
+ private:
+  int64_t total_;
+  double tokens_;
+  std::ofstream csv_;
+};
+
+void append_digests(const std::string& output_dir, int64_t step, int rank,
+                    std::map<int, StageState>& stages) {
+  for (auto& [stage, state] : stages) {
+    double sum = 0, squares = 0;
+    for (const torch::Tensor& p : state.module->parameters()) {
+      const torch::Tensor values = p.detach().to(torch::kFloat64);
+      sum += values.sum().item<double>();
+      squares += values.square().sum().item<double>();
+    }
+    char row[160];
+    std::snprintf(row, sizeof row, "%lld,%d,%d,%a/%a\n", static_cast<long long>(step + 1), rank,
+                  stage, sum, squares);
+    std::FILE* file = std::fopen((output_dir + "/digests.csv").c_str(), "a");
+    if (!file) throw std::runtime_error(output_dir + "/digests.csv: cannot append");
+    std::fputs(row, file);
+    std::fclose(file);
+  }
+}
+
+}  // namespace
+
+int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
+               const TrainOptions& options) {
+  const sched::Layout& layout = schedule.layout;
+  configure_threads(scenario.runtime.threads, env.local_world_size);
+  torch::manual_seed(scenario.training.seed);
+
+  const CostModel cost(scenario);
+  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, env.rank);
+  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  Communicator comm(env, layout, scenario.runtime.timeout_s);
+  const RunClock clock(comm.origin());
+
+  int64_t first_step = 0;
+  if (options.resume) {
+    if (auto done = latest_checkpoint(options.output_dir, layout.num_stages())) {
+      load_checkpoint(options.output_dir, *done, stages);
+      first_step = *done;
+    }
+  }
+  const int replica = layout.dp_index(env.rank);
+  const bool last_stage = layout.pipeline_rank(env.rank) == layout.pp - 1;
+  const bool reporter = last_stage && replica == 0;
+  const double tokens_per_step =
+      double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
+  std::optional<Progress> progress;
+  if (reporter)
+    progress.emplace(options.output_dir, scenario.training.steps, tokens_per_step, options.resume);
+
+  Executor executor(scenario, schedule, env.rank, stages, comm, data, clock);
+  std::vector<sched::TimedAction> events;
+  const int every = scenario.training.checkpoint_every;
+  for (int64_t step = first_step; step < scenario.training.steps; ++step) {
+    const double start = clock.now();
+    Executor::StepResult result = executor.run_step(step);
+    const double seconds = clock.now() - start;
+    events.insert(events.end(), result.events.begin(), result.events.end());
+    if (last_stage) {
+      const double loss = global_loss(comm, result, layout.dp);
+      if (reporter) progress->report(step, loss, seconds);
+    }
+    if (options.digests) append_digests(options.output_dir, step, env.rank, stages);
+    const bool final_step = step + 1 == scenario.training.steps;
+    if (replica == 0 && (final_step || (every > 0 && (step + 1) % every == 0)))
+      save_checkpoint(options.output_dir, step + 1, stages);
+  }
+
+  // Rank 0 gathers every rank's events and peak memory through the store.
+  nlohmann::json mine = {{"peak_memory_bytes", peak_rss_bytes()},
+                         {"trace", nlohmann::json::parse(sched::to_chrome_trace(events, 0))}};
+  comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
+  if (env.rank == 0)
+    write_measured(comm.store(), scenario, cost, layout.world_size(), options.output_dir);
+  // Rank 0 may host the store: it leaves last.
+  comm.store().add("finished", 1);
+  while (env.rank == 0 && comm.store().add("finished", 0) < layout.world_size())
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return 0;
+}
+
+}  // namespace dtwin::rt

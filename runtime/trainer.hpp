@@ -1,0 +1,32 @@
+// One rank's training run: model, data, process groups, executor, progress, checkpoints and the
+// measured timeline.
+#pragma once
+
+#include <string>
+
+#include "models/scenario.hpp"
+#include "runtime/rank_env.hpp"
+#include "schedules/schedule.hpp"
+
+namespace dtwin::rt {
+
+struct TrainOptions {
+  std::string output_dir;         ///< measured.*, loss.csv and checkpoints/ go here
+  std::string data_dir = "data";  ///< brown.txt and the cached tokenizer and tokens
+  bool resume = false;            ///< continue from the latest complete checkpoint in output_dir
+  /// Append "step,rank,stage,digest" rows to OUT/digests.csv after every step: the digest is
+  /// the exact sum and sum of squares of the stage's parameters (hex doubles), so replicas and
+  /// runs can be compared bit for bit.
+  bool digests = false;
+};
+
+/// Trains `scenario` as rank env.rank of env.world_size, executing `schedule` (lowered and
+/// validated) once per step. The last pipeline rank of replica 0 prints a progress line per
+/// step and writes loss.csv (step, loss, tokens_per_s, seconds); DP replica 0 checkpoints its
+/// stages every training.checkpoint_every steps and at the end; rank 0 gathers every rank's
+/// events through the store and writes measured.trace.json and measured.summary.json (the
+/// summary averages the steps after the first). Returns 0; throws RankLost when a peer is gone.
+int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
+               const TrainOptions& options);
+
+}  // namespace dtwin::rt

@@ -1,0 +1,58 @@
+// Shared fixtures of the LibTorch model tests: a tiny LLaMA and a fixed batch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "models/scenario.hpp"
+
+namespace dtwin::test {
+
+/// vocab 64, d 32, 4 layers, 4 heads, ffn 64, seq 16.
+inline ModelSpec tiny_llama() {
+  ModelSpec spec;
+  spec.family = "llama";
+  spec.vocab_size = 64;
+  spec.d_model = 32;
+  spec.n_layers = 4;
+  spec.n_heads = 4;
+  spec.ffn_hidden = 64;
+  spec.seq_len = 16;
+  return spec;
+}
+
+/// Uniform random token ids int64 [batch, seq] in [0, vocab), from its own generator.
+inline torch::Tensor random_tokens(int64_t batch, int64_t seq, int64_t vocab, uint64_t seed) {
+  at::Generator generator = at::detail::createCPUGenerator(seed);
+  return torch::randint(vocab, {batch, seq}, generator, torch::kLong);
+}
+
+/// name -> tensor (parameter values, or their gradients when `grads`), cloned.
+inline std::map<std::string, torch::Tensor> snapshot(const torch::nn::Module& module,
+                                                     bool grads = false) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& item : module.named_parameters()) {
+    const torch::Tensor& t = grads ? item.value().grad() : item.value();
+    out[item.key()] = t.defined() ? t.detach().clone() : torch::Tensor();
+  }
+  return out;
+}
+
+/// max |a - b| relative to max |b| (0 when both are zero).
+inline double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = b.abs().max().item<double>();
+  const double diff = (a - b).abs().max().item<double>();
+  return scale == 0 ? diff : diff / scale;
+}
+
+/// True when `name` is the weight of a SplitLinear layer (its gradient is deferred under a stash).
+inline bool is_split_linear(const std::string& name) {
+  return name != "embed.weight" && name.find("norm.weight") == std::string::npos;
+}
+
+}  // namespace dtwin::test
