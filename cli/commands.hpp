@@ -27,6 +27,9 @@ int run_guarded(const std::function<int()>& body);
 
 void add_schedule_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);
+void add_compare_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_profile_command(CLI::App& app, int& exit_code);
 /// `args`: the command line after the program name, which the launcher gives each rank.
 void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args);
 

@@ -11,6 +11,9 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   dtwin::add_schedule_command(app, exit_code);
   dtwin::add_simulate_command(app, exit_code);
+  dtwin::add_compare_command(app, exit_code);
+  dtwin::add_run_command(app, exit_code);
+  dtwin::add_profile_command(app, exit_code);
   dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
   try {
     app.parse(argc, argv);

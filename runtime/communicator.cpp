@@ -66,6 +66,7 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, doub
       beat();
     }
   });
+  world_ = gloo_group(store_, "world", env.rank, env.world_size, timeout_s);
   const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
   pipeline_ =
       gloo_group(store_, "pipeline/" + std::to_string(replica), stage_rank, layout.pp, timeout_s);

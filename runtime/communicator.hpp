@@ -17,7 +17,8 @@ namespace dtwin::rt {
 class Communicator {
  public:
   /// Connects to the store at MASTER_ADDR:MASTER_PORT (rank 0 hosts it unless the launcher
-  /// does), agrees on the run's clock origin, and creates this rank's pipeline group (members:
+  /// does), agrees on the run's clock origin, and creates the world group, this rank's pipeline
+  /// group (members:
   /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
   /// pipeline rank, indexed by replica). Every wait gives up after `timeout_s` seconds.
   Communicator(const RankEnv& env, const sched::Layout& layout, double timeout_s);
@@ -27,6 +28,7 @@ class Communicator {
 
   int rank() const { return rank_; }
   double origin() const { return origin_; }
+  c10d::ProcessGroup& world() { return *world_; }
   c10d::ProcessGroup& pipeline() { return *pipeline_; }
   c10d::ProcessGroup& data_parallel() { return *data_parallel_; }
   c10d::Store& store() { return *store_; }
@@ -64,6 +66,7 @@ class Communicator {
   double origin_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> world_;
   c10::intrusive_ptr<c10d::ProcessGroup> pipeline_;
   c10::intrusive_ptr<c10d::ProcessGroup> data_parallel_;
   std::atomic<bool> stop_{false};

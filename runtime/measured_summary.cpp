@@ -1,10 +1,13 @@
 #include "runtime/measured_summary.hpp"
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 
 #include "schedules/timeline.hpp"
+#include "schedules/transfer.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -13,6 +16,23 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+// Gloo completes a send only when the sender waits for it, so the executor can only stamp a
+// SEND's end when it next checks. The receiver knows better: the transfer ended when the
+// matching RECV returned. Each SEND's end becomes that time (never before its start).
+void end_sends_at_receipt(std::vector<sched::TimedAction>& events, const sched::Layout& layout) {
+  std::map<std::tuple<int, int, std::string>, double> received;  // (step, rank, RECV) -> end
+  for (const sched::TimedAction& e : events)
+    if (e.action.kind == sched::ActionKind::RECV_F || e.action.kind == sched::ActionKind::RECV_B)
+      received[{e.step, e.rank, sched::to_string(e.action)}] = e.end;
+  for (sched::TimedAction& e : events) {
+    if (e.action.kind != sched::ActionKind::SEND_F && e.action.kind != sched::ActionKind::SEND_B)
+      continue;
+    const sched::Transfer t = sched::transfer_of(layout, e.rank, e.action);
+    auto it = received.find({e.step, t.receiver, sched::to_string(t.receive)});
+    if (it != received.end()) e.end = std::max(e.start, std::min(e.end, it->second));
+  }
 }
 
 }  // namespace
@@ -30,6 +50,8 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const CostMode
       events.push_back(e);
     }
   }
+  const LayoutSpec& spec = scenario.layout;
+  end_sends_at_receipt(events, {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches});
   write_file(output_dir + "/measured.trace.json", sched::to_chrome_trace(events, world_size));
 
   sched::StepSummary summary = sched::summarize_steps(events, world_size, true);

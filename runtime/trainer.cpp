@@ -28,12 +28,16 @@ double peak_rss_bytes() {
   return usage.ru_maxrss * 1024.0;
 }
 
-// Mean loss of the step over every replica's microbatches (last-stage ranks only).
-double global_loss(Communicator& comm, const Executor::StepResult& result, int dp) {
-  std::vector<torch::Tensor> loss{torch::tensor({result.loss_sum / result.loss_count})};
-  const std::string what = "the step's loss all-reduce";
-  comm.wait(comm.post(what, {}, [&] { return comm.data_parallel().allreduce(loss); }), what, {});
-  return loss[0].item<double>() / dp;
+// Mean loss of the step over every replica's microbatches, summed over all ranks (only the
+// last stages have losses). Every rank takes part, so the step ends in a global
+// synchronisation, as the global gradient-norm reduction of Megatron-LM makes it: steps do not
+// overlap, and a measured step compares with the simulated one.
+double global_loss(Communicator& comm, const Executor::StepResult& result) {
+  std::vector<torch::Tensor> sums{
+      torch::tensor({result.loss_sum, static_cast<double>(result.loss_count)}, torch::kFloat64)};
+  const std::string what = "the step-end loss all-reduce";
+  comm.wait(comm.post(what, {}, [&] { return comm.world().allreduce(sums); }), what, {});
+  return sums[0][0].item<double>() / sums[0][1].item<double>();
 }
 
 class Progress {
@@ -119,10 +123,8 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     Executor::StepResult result = executor.run_step(step);
     const double seconds = clock.now() - start;
     events.insert(events.end(), result.events.begin(), result.events.end());
-    if (last_stage) {
-      const double loss = global_loss(comm, result, layout.dp);
-      if (reporter) progress->report(step, loss, seconds);
-    }
+    const double loss = global_loss(comm, result);
+    if (reporter) progress->report(step, loss, seconds);
     if (options.digests) append_digests(options.output_dir, step, env.rank, stages);
     const bool final_step = step + 1 == scenario.training.steps;
     if (replica == 0 && (final_step || (every > 0 && (step + 1) % every == 0)))

@@ -131,4 +131,42 @@ std::string to_summary_json(const StepSummary& summary) {
   return doc.dump(2) + "\n";
 }
 
+StepSummary from_summary_json(const std::string& text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw std::invalid_argument("malformed JSON");
+  if (!doc.is_object() || !doc.contains("ranks") || !doc["ranks"].is_array())
+    throw std::invalid_argument("not a summary: expected an object with a ranks array");
+  StepSummary summary;
+  try {
+    summary.step_time_s = doc.at("step_time_s").get<double>();
+    summary.bubble_fraction = doc.at("bubble_fraction").get<double>();
+    summary.tokens_per_s = doc.value("tokens_per_s", 0.0);
+    summary.mfu = doc.value("mfu", -1.0);
+  } catch (const std::exception& error) {
+    throw std::invalid_argument(std::string("summary: ") + error.what());
+  }
+  const auto& ranks = doc["ranks"];
+  summary.ranks.resize(ranks.size());
+  std::vector<bool> seen(ranks.size(), false);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    try {
+      const auto& r = ranks[i];
+      const int rank = r.value("rank", static_cast<int>(i));
+      if (rank < 0 || rank >= static_cast<int>(ranks.size()) || seen[rank])
+        throw std::invalid_argument("rank " + std::to_string(rank) + " is out of 0.." +
+                                    std::to_string(ranks.size() - 1) + " or repeated");
+      seen[rank] = true;
+      RankSummary& out = summary.ranks[rank];
+      out.compute_s = r.at("compute_s").get<double>();
+      out.comm_s = r.at("comm_s").get<double>();
+      out.idle_s = r.at("idle_s").get<double>();
+      out.peak_memory_bytes = r.at("peak_memory_bytes").get<double>();
+      out.memory_ok = r.value("memory_ok", true);
+    } catch (const std::exception& error) {
+      throw std::invalid_argument("summary ranks[" + std::to_string(i) + "]: " + error.what());
+    }
+  }
+  return summary;
+}
+
 }  // namespace dtwin::sched

@@ -61,4 +61,8 @@ std::vector<TimedAction> from_chrome_trace(const std::string& json);
 /// "ranks": [{rank, compute_s, comm_s, idle_s, peak_memory_bytes, memory_ok}].
 std::string to_summary_json(const StepSummary& summary);
 
+/// Parses to_summary_json's output back (ranks placed by their "rank" index, which must run
+/// 0..N-1). Throws std::invalid_argument naming the missing or malformed key.
+StepSummary from_summary_json(const std::string& json);
+
 }  // namespace dtwin::sched

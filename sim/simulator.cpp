@@ -9,6 +9,7 @@
 #include <simgrid/s4u/Mailbox.hpp>
 #include <unordered_map>
 
+#include "schedules/transfer.hpp"
 #include "sim/memory.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -35,23 +36,12 @@ struct World {
   std::vector<std::vector<sched::TimedAction>> events;  // per rank
 };
 
-// Receiver rank and mailbox of a transfer; `a` is the SEND or the RECV.
-struct Transfer {
-  int receiver;
-  std::string mailbox;
-};
-
-Transfer transfer_of(const sched::Layout& layout, int rank, const Action& a) {
-  Action recv = a;
-  int receiver = rank;
-  if (a.kind == ActionKind::SEND_F) {
-    recv = {a.stage + 1, ActionKind::RECV_F, a.microbatch};
-    receiver = layout.rank_of_stage(a.stage + 1, rank);
-  } else if (a.kind == ActionKind::SEND_B) {
-    recv = {a.stage - 1, ActionKind::RECV_B, a.microbatch};
-    receiver = layout.rank_of_stage(a.stage - 1, rank);
-  }
-  return {receiver, "p2p:" + std::to_string(receiver) + ":" + sched::to_string(recv)};
+// The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
+std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
+  if (a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B)
+    return "p2p:" + std::to_string(rank) + ":" + sched::to_string(a);
+  const sched::Transfer t = sched::transfer_of(layout, rank, a);
+  return "p2p:" + std::to_string(t.receiver) + ":" + sched::to_string(t.receive);
 }
 
 // Seconds the profile measured for a compute action, or nullopt without a profile.
@@ -136,18 +126,17 @@ void run_rank(World& world, int rank) {
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
-        const Transfer t = transfer_of(layout, rank, a);
-        world.send_posted[t.mailbox] = event.start;
-        sends.push_back(
-            {sg4::Mailbox::by_name(t.mailbox)->put_async(&payload_token, bytes), event});
+        const std::string box = mailbox_of(layout, rank, a);
+        world.send_posted[box] = event.start;
+        sends.push_back({sg4::Mailbox::by_name(box)->put_async(&payload_token, bytes), event});
         continue;
       }
       case ActionKind::RECV_F:
       case ActionKind::RECV_B: {
-        const Transfer t = transfer_of(layout, rank, a);
-        sg4::Mailbox::by_name(t.mailbox)->get<int>();
+        const std::string box = mailbox_of(layout, rank, a);
+        sg4::Mailbox::by_name(box)->get<int>();
         event.end = sg4::Engine::get_clock();
-        event.exposed_comm = event.end - std::max(event.start, world.send_posted.at(t.mailbox));
+        event.exposed_comm = event.end - std::max(event.start, world.send_posted.at(box));
         break;
       }
       case ActionKind::ALLREDUCE:

@@ -120,3 +120,108 @@ TEST_CASE("bad command lines exit 2 with a message") {
   CHECK_THAT(bad_set.output, Catch::Contains("--set layout.pp=x: layout.pp: expected"));
   CHECK(run_dtwin("--help").exit_code == 0);
 }
+
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream out(path);
+  out << doc.dump();
+  REQUIRE(out);
+}
+
+// A `dtwin simulate` folder plus a measured run made from the predicted step: a warm-up step and
+// `steps` - 1 more, each with every time stretched by k, and a measured summary.
+std::string compare_folder(const std::string& out, double k, int steps = 3) {
+  std::filesystem::remove_all(out);
+  const Result simulated = run_dtwin("simulate " + kQuickstart + " -o " + out);
+  REQUIRE(simulated.exit_code == 0);
+  const auto predicted = read_json(out + "/predicted.trace.json");
+  nlohmann::json events = nlohmann::json::array();
+  for (int step = 0; step < steps; ++step)
+    for (auto e : predicted["traceEvents"]) {
+      if (e["ph"] == "X") {
+        e["ts"] = 5e6 * step + 1000.0 + k * e["ts"].get<double>();
+        e["dur"] = k * e["dur"].get<double>();
+        e["args"]["exposed_comm_us"] = k * e["args"]["exposed_comm_us"].get<double>();
+        e["args"]["step"] = step;
+      } else if (step > 0) {
+        continue;
+      }
+      events.push_back(e);
+    }
+  write_json(out + "/measured.trace.json", {{"traceEvents", events}, {"displayTimeUnit", "ms"}});
+  auto summary = read_json(out + "/predicted.summary.json");
+  for (auto& rank : summary["ranks"])
+    rank["peak_memory_bytes"] = 2 * rank["peak_memory_bytes"].get<double>();
+  write_json(out + "/measured.summary.json", summary);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("dtwin compare reports the error of a prediction against a stretched measurement") {
+  const std::string out = compare_folder("compare-stretched-out", 1.25);
+  const Result result = run_dtwin("compare " + out);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output,
+             Catch::StartsWith("compare compare-stretched-out: 2 measured steps (warm-up step "
+                               "dropped), 3 ranks"));
+  CHECK_THAT(result.output, Catch::Contains("-20.0%"));
+  CHECK_THAT(result.output, Catch::Contains("wrote " + out + "/compare.json and report.md"));
+  const auto doc = read_json(out + "/compare.json");
+  CHECK(doc["measured_steps"] == 2);
+  CHECK(std::abs(doc["step_time"]["relative_error"].get<double>() - (1 / 1.25 - 1)) < 1e-6);
+  for (const auto& kind : doc["kinds"])
+    CHECK(std::abs(kind["relative_error"].get<double>() - (1 / 1.25 - 1)) < 1e-6);
+  CHECK(std::abs(doc["bubble"]["difference_pp"].get<double>()) < 1e-4);
+  CHECK(doc["memory"][2]["relative_error"].get<double>() == Approx(-0.5));
+  CHECK(doc["top_actions"].size() == 10);
+  std::ifstream report(out + "/report.md");
+  REQUIRE(report);
+  const std::string md((std::istreambuf_iterator<char>(report)), std::istreambuf_iterator<char>());
+  CHECK_THAT(md, Catch::Contains("## Where the prediction misses"));
+  CHECK_THAT(md, Catch::Contains("shorter than the measured step"));
+}
+
+TEST_CASE("dtwin compare exits 2 naming the missing, malformed or mismatched file") {
+  const std::string out = compare_folder("compare-bad-out", 1.0);
+  const Result self = run_dtwin("compare " + out + "/");
+  INFO(self.output);
+  CHECK(self.exit_code == 0);
+  CHECK_THAT(self.output, Catch::Contains("+0.0%"));
+
+  auto trace = read_json(out + "/measured.trace.json");
+  for (auto& e : trace["traceEvents"])
+    if (e["name"] == "1F3" && e["args"]["step"] == 2) e["name"] = "1F4";
+  write_json(out + "/measured.trace.json", trace);
+  const Result renamed = run_dtwin("compare " + out);
+  CHECK(renamed.exit_code == 2);
+  CHECK_THAT(renamed.output,
+             Catch::Contains("error: " + out +
+                             ": the predicted and measured runs differ: rank 1 "
+                             "ran 1F4 in measured step 2 but the prediction has no such action"));
+
+  { std::ofstream(out + "/predicted.summary.json") << "{\"ranks\": ["; }
+  const Result malformed = run_dtwin("compare " + out);
+  CHECK(malformed.exit_code == 2);
+  CHECK_THAT(malformed.output,
+             Catch::Contains("error: " + out + "/predicted.summary.json: malformed JSON"));
+
+  { std::ofstream(out + "/predicted.summary.json") << read_json(out + "/measured.summary.json"); }
+  std::filesystem::remove(out + "/measured.trace.json");
+  std::filesystem::remove(out + "/report.md");
+  const Result missing = run_dtwin("compare " + out);
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.output,
+             Catch::Contains("error: " + out + "/measured.trace.json: cannot open"));
+  CHECK_FALSE(std::filesystem::exists(out + "/report.md"));
+  CHECK(run_dtwin("compare /nonexistent-folder").exit_code == 2);
+  CHECK(run_dtwin("compare").exit_code == 2);
+}

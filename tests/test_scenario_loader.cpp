@@ -66,7 +66,7 @@ TEST_CASE("quickstart scenario loads with its values in base units", "[scenario]
   CHECK(s.cluster.devices_per_node == 1);
   CHECK(s.cluster.ranks_per_device == 3);
   CHECK(s.cluster.device.kind == "cpu");
-  CHECK(s.cluster.device.peak_flops == Approx(1e11));
+  CHECK(s.cluster.device.peak_flops == Approx(2e11));
   CHECK(s.cluster.device.efficiency == Approx(0.5));
   CHECK(s.cluster.device.memory == 24.0 * (1ULL << 30));
   CHECK(s.cluster.device.cores == 2);

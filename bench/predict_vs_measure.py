@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Predicted against measured on every CPU scenario: runs `dtwin run` (profile, simulate, train,
+compare, plot) on each, then prints a Markdown table of step time and bubble fraction, predicted
+and measured, with the errors and, where a target is missed (step time within 10%, bubble within
+5 points), the action kinds that explain the gap. Also writes a microbatch sweep of the
+quickstart (out/bench/sweep.csv, drawn by plots/sweep.py to out/bench/sweep.png).
+
+Usage: python3 bench/predict_vs_measure.py [path/to/dtwin] [steps]
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
+STEPS = sys.argv[2] if len(sys.argv) > 2 else "30"
+SCENARIOS = ["quickstart", "dp2", "pp3-gpipe", "hybrid-dp2-pp2", "pp2-interleaved", "pp3-zbh1"]
+OUT = "out/bench"
+
+
+def run(scenario, out, extra=()):
+    """`dtwin run` one scenario; returns its compare.json."""
+    args = [DTWIN, "run", f"scenarios/{scenario}.yaml", "-o", out,
+            "--set", f"training.steps={STEPS}", *extra]
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "compare.json")) as f:
+        return json.load(f)
+
+
+def row(name, c):
+    step, bubble = c["step_time"], c["bubble"]
+    ok = abs(step["relative_error"]) <= 0.10 and abs(bubble["difference_pp"]) <= 5
+    gap = "" if ok else ", ".join(c.get("explaining_kinds", []))
+    return (f"| {name} | {step['predicted_s'] * 1e3:.0f} | {step['measured_s'] * 1e3:.0f} "
+            f"| {step['relative_error']:+.1%} | {bubble['predicted_fraction']:.1%} "
+            f"| {bubble['measured_fraction']:.1%} | {bubble['difference_pp']:+.1f} "
+            f"| {'yes' if ok else 'no: ' + gap} |")
+
+
+print("| scenario | predicted step ms | measured step ms | error | predicted bubble "
+      "| measured bubble | difference (points) | within target |")
+print("|---|---|---|---|---|---|---|---|")
+for scenario in SCENARIOS:
+    print(row(scenario, run(scenario, f"{OUT}/{scenario}")), flush=True)
+
+sweep = os.path.join(OUT, "sweep.csv")
+with open(sweep, "w", newline="") as f:
+    writer = csv.writer(f)
+    writer.writerow(["scenario", "pp", "microbatches", "predicted_step_s", "measured_step_s",
+                     "predicted_bubble", "measured_bubble"])
+    for m in (2, 4, 8):
+        c = run("quickstart", f"{OUT}/sweep-m{m}", ["--set", f"layout.microbatches={m}"])
+        writer.writerow(["quickstart 1F1B pp=3", 3, m, c["step_time"]["predicted_s"],
+                         c["step_time"]["measured_s"], c["bubble"]["predicted_fraction"],
+                         c["bubble"]["measured_fraction"]])
+subprocess.run(["/usr/bin/python3", "plots/sweep.py", sweep], check=True)
+print(f"\nsweep: {sweep} and {OUT}/sweep.png")

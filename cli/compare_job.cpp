@@ -1,0 +1,67 @@
+#include "cli/compare_job.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "cli/output_dir.hpp"
+#include "schedules/timeline.hpp"
+
+namespace dtwin {
+namespace {
+
+std::string read_input(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::invalid_argument(path +
+                                ": cannot open (run dtwin simulate and dtwin train "
+                                "with -o to this folder first)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Reads and parses OUT/name; any failure becomes std::invalid_argument("OUT/name: ...").
+template <typename Parse>
+auto load(const std::string& dir, const std::string& name, Parse parse) {
+  const std::string path = dir + "/" + name;
+  const std::string text = read_input(path);
+  try {
+    return parse(text);
+  } catch (const std::exception& error) {
+    throw std::invalid_argument(path + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+sched::Comparison compare_output_dir(const std::string& folder_path) {
+  std::string dir = folder_path;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (!std::filesystem::is_directory(dir)) throw std::invalid_argument(dir + ": not a folder");
+  const auto predicted = load(dir, "predicted.trace.json", sched::from_chrome_trace);
+  const auto predicted_summary = load(dir, "predicted.summary.json", sched::from_summary_json);
+  const auto measured = load(dir, "measured.trace.json", sched::from_chrome_trace);
+  const auto measured_summary = load(dir, "measured.summary.json", sched::from_summary_json);
+
+  sched::Comparison comparison;
+  try {
+    comparison =
+        sched::compare_timelines(predicted, measured, &predicted_summary, &measured_summary);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(dir + ": the predicted and measured runs differ: " + error.what());
+  }
+  // The folder's own name (out/quickstart -> quickstart), also for "." and trailing slashes.
+  std::filesystem::path folder = std::filesystem::absolute(dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  const std::string title = folder.filename().string();
+  write_text_file(dir, "compare.json", sched::to_compare_json(comparison));
+  write_text_file(dir, "report.md", sched::to_markdown_report(comparison, title));
+  std::cout << sched::format_compare_table(comparison, "compare " + title) << "wrote " << dir
+            << "/compare.json and report.md\n";
+  return comparison;
+}
+
+}  // namespace dtwin

@@ -1,0 +1,34 @@
+#include "cli/simulation_job.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/output_dir.hpp"
+#include "models/cost_model.hpp"
+#include "schedules/summary_table.hpp"
+#include "schedules/timeline.hpp"
+
+namespace dtwin {
+
+std::optional<Profile> scenario_profile(const Scenario& scenario) {
+  if (scenario.cluster.device.profile.empty()) return std::nullopt;
+  std::filesystem::path path = scenario.cluster.device.profile;
+  if (path.is_relative()) path = std::filesystem::path(scenario.source).parent_path() / path;
+  Profile profile = load_profile(path.string());
+  check_profile_matches(profile, scenario);
+  return profile;
+}
+
+sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedule& schedule,
+                                  const sim::SimOptions& options, const std::string& dir) {
+  const CostModel cost(scenario);
+  const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
+  write_text_file(dir, "predicted.trace.json",
+                  sched::to_chrome_trace(result.events, scenario.world_size()));
+  write_text_file(dir, "predicted.summary.json", sched::to_summary_json(result.summary));
+  std::cout << sched::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
+            << dir << "/predicted.trace.json and predicted.summary.json\n";
+  return result;
+}
+
+}  // namespace dtwin

@@ -1,0 +1,98 @@
+#include "runtime/comm_benchmark.hpp"
+
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "runtime/clock.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+using std::chrono::milliseconds;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Runs body(rank, group) on `ranks` threads, each a Gloo rank of one group.
+void with_group(int ranks, const std::string& name,
+                const std::function<void(int, c10d::ProcessGroup&)>& body) {
+  c10d::TCPStoreOptions options;
+  options.port = 0;
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = milliseconds(60000);
+  auto server = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank)
+    threads.emplace_back([&, rank] {
+      c10d::TCPStoreOptions client = options;
+      client.isServer = false;
+      client.port = server->getPort();
+      auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", client);
+      auto gloo = c10d::ProcessGroupGloo::Options::create(milliseconds(60000));
+      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      c10d::ProcessGroupGloo group(c10::make_intrusive<c10d::PrefixStore>(name, store), rank, ranks,
+                                   gloo);
+      body(rank, group);
+    });
+  for (std::thread& t : threads) t.join();
+}
+
+// Median one-way seconds of a ping-pong of `bytes` between ranks 0 and 1.
+double one_way_seconds(c10d::ProcessGroup& group, int rank, double bytes, int repeats) {
+  std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
+  std::vector<double> times;
+  for (int i = -2; i < repeats; ++i) {
+    const double start = wall_seconds();
+    if (rank == 0) {
+      group.send(buffer, 1, i + 2)->wait();
+      group.recv(buffer, 1, i + 2)->wait();
+    } else {
+      group.recv(buffer, 0, i + 2)->wait();
+      group.send(buffer, 0, i + 2)->wait();
+    }
+    if (i >= 0) times.push_back((wall_seconds() - start) / 2);
+  }
+  return median(times);
+}
+
+}  // namespace
+
+void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
+                           const std::vector<double>& allreduce_bytes, int repeats) {
+  with_group(2, "p2p", [&](int rank, c10d::ProcessGroup& group) {
+    const double latency = one_way_seconds(group, rank, 4, repeats);
+    const double large = one_way_seconds(group, rank, message_bytes, repeats);
+    if (rank == 0) {
+      profile.p2p_latency = latency;
+      profile.p2p_bandwidth = message_bytes / std::max(large - latency, 1e-9);
+    }
+  });
+  profile.allreduce.clear();
+  profile.allreduce_ranks = allreduce_ranks >= 2 ? allreduce_ranks : 0;
+  if (allreduce_ranks < 2) return;
+  with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::ProcessGroup& group) {
+    for (double bytes : allreduce_bytes) {
+      std::vector<torch::Tensor> buffer{torch::ones({std::max<int64_t>(1, bytes / 4)})};
+      std::vector<double> times;
+      for (int i = -2; i < repeats; ++i) {
+        group.barrier()->wait();
+        const double start = wall_seconds();
+        group.allreduce(buffer)->wait();
+        if (i >= 0) times.push_back(wall_seconds() - start);
+      }
+      if (rank == 0) profile.allreduce.push_back({bytes, median(times)});
+    }
+  });
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,123 @@
+#include "runtime/profiler.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+#include "models/cost_model.hpp"
+#include "models/stage_module.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/comm_benchmark.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "runtime/threads.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Times F, B, I, W and the optimizer step of one stage, one microbatch at a time.
+StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
+                           const TokenDataset& data, const ProfileOptions& options) {
+  const StageCost& stage = cost.stage(s);
+  auto module = std::make_shared<nn::StageModule>(scenario, stage);
+  torch::optim::AdamW optimizer(module->parameters(),
+                                torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
+  const ModelSpec& m = scenario.model;
+  const int b = scenario.layout.micro_batch_size;
+  std::vector<double> f, bw, in, w, opt;
+  for (int i = -options.warmup; i < options.repeats; ++i) {
+    const Batch batch = data.batch(i + options.warmup, 0, 0, 1, 1, b, scenario.training.seed);
+    const torch::Tensor input = stage.has_embedding
+                                    ? batch.inputs
+                                    : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
+    const torch::Tensor grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
+    auto run_forward = [&] {
+      return module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
+    };
+    auto run_backward = [&](const torch::Tensor& out) {
+      if (stage.has_head)
+        out.backward();
+      else
+        out.backward(grad);
+    };
+    double t = wall_seconds();
+    torch::Tensor out = run_forward();
+    const double forward = wall_seconds() - t;
+    t = wall_seconds();
+    run_backward(out);
+    const double backward = wall_seconds() - t;
+    out = run_forward();
+    nn::WeightGradStash stash;
+    t = wall_seconds();
+    {
+      nn::StashGuard guard(&stash);
+      run_backward(out);
+    }
+    const double input_backward = wall_seconds() - t;
+    t = wall_seconds();
+    stash.apply();
+    const double weight_backward = wall_seconds() - t;
+    t = wall_seconds();
+    optimizer.step();
+    optimizer.zero_grad();
+    const double step = wall_seconds() - t;
+    if (i < 0) continue;
+    f.push_back(forward);
+    bw.push_back(backward);
+    in.push_back(input_backward);
+    w.push_back(weight_backward);
+    opt.push_back(step);
+  }
+  return {median(f), median(bw), median(in), median(w), median(opt)};
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+}  // namespace
+
+Profile measure_profile(const Scenario& scenario, const ProfileOptions& options) {
+  Profile profile;
+  const int threads = configure_threads(scenario.runtime.threads, scenario.world_size());
+  profile.threads = threads;
+  profile.machine = host_name() + ", " + std::to_string(std::thread::hardware_concurrency()) +
+                    " cores, " + scenario.runtime.backend + " " + scenario.runtime.device;
+  const CostModel cost(scenario);
+  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  for (int s = 0; s < cost.num_stages(); ++s)
+    profile.stages.push_back(measure_stage(scenario, cost, s, data, options));
+  std::vector<double> sizes;
+  const double largest = cost.gradient_bytes(0);
+  for (double bytes = 4096; bytes < largest; bytes *= 8) sizes.push_back(bytes);
+  sizes.push_back(largest);
+  measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, sizes, options.repeats);
+  return profile;
+}
+
+std::string profile_cache_path(const Scenario& scenario) {
+  const ModelSpec& m = scenario.model;
+  const LayoutSpec& l = scenario.layout;
+  std::string key =
+      host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" + m.family +
+      "|" + std::to_string(m.vocab_size) + "|" + std::to_string(m.d_model) + "|" +
+      std::to_string(m.n_layers) + "|" + std::to_string(m.n_heads) + "|" +
+      std::to_string(m.ffn_hidden) + "|" + std::to_string(m.seq_len) + "|" + std::to_string(l.pp) +
+      "|" + std::to_string(l.virtual_stages) + "|" + std::to_string(l.micro_batch_size) + "|" +
+      std::to_string(l.dp) + "|" + scenario.training.precision + "|" + scenario.runtime.backend +
+      "|" + std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size());
+  for (int layers : l.stage_layers) key += "," + std::to_string(layers);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
+  return ".cache/profiles/" + scenario.name + "-" + hex + ".yaml";
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,29 @@
+// `dtwin profile`: measure on this machine what the simulator needs.
+#pragma once
+
+#include <string>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+
+namespace dtwin::rt {
+
+struct ProfileOptions {
+  std::string data_dir = "data";  ///< for real token batches (stage 0 input, last-stage targets)
+  int warmup = 2;                 ///< untimed repetitions before measuring
+  int repeats = 7;                ///< timed repetitions; the median is kept
+};
+
+/// Measures, with the thread count each rank will train with (runtime.threads, or the cores
+/// shared by the scenario's world size), the median seconds of F, B, I, W and the optimizer
+/// step of every stage at the scenario's micro-batch size; the point-to-point latency and
+/// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
+/// message size over a Gloo group of layout.dp ranks (none when dp = 1).
+Profile measure_profile(const Scenario& scenario, const ProfileOptions& options);
+
+/// Where the profile of `scenario` on this machine is cached: .cache/profiles/<key>.yaml, the
+/// key a hash of the host name, core count, model, stage split, micro-batch size, precision,
+/// backend, thread count and dp, so that a change to any of them re-measures.
+std::string profile_cache_path(const Scenario& scenario);
+
+}  // namespace dtwin::rt

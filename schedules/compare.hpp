@@ -1,0 +1,139 @@
+// Predicted versus measured: the figures `dtwin compare` reports for one simulated step (the
+// prediction) against the steps a run measured, on the same schedule.
+//
+// compare.json (to_compare_json) holds, with times in seconds and relative errors as
+// (predicted - measured) / measured (null where measured is 0 and predicted is not):
+//   "world_size"            ranks of both timelines
+//   "measured_steps"        measured steps compared (after the warm-up step is dropped)
+//   "dropped_first_step"    true when the first measured step was left out as warm-up
+//   "step_time"             {predicted_s, measured_s, error_s, relative_error}; measured_s is the
+//                           mean over the kept steps of each step's latest end - earliest start
+//   "bubble"                {predicted_fraction, measured_fraction, difference_pp}, the mean
+//                           over ranks of idle / step time; difference in percentage points
+//   "ranks"                 [{rank, predicted: {compute_s, comm_s, idle_s}, measured: {...},
+//                           difference: {...}}], comm_s being exposed communication and
+//                           difference predicted - measured
+//   "gap"                   {busy_s, idle_s}: the step-time error split into the mean over ranks
+//                           of the busy (compute + exposed communication) and the idle errors;
+//                           busy_s + idle_s = step_time.error_s unless idle was clamped at 0
+//   "kinds"                 [{kind, count_per_step, predicted_mean_s, measured_mean_s, error_s,
+//                           relative_error, total_error_s, predicted_blocking_mean_s,
+//                           measured_blocking_mean_s, blocking_error_s, gap_share_s, share}] for
+//                           the kinds the schedule has, in ActionKind order. *_mean_s: the mean
+//                           duration of one action; total_error_s = count_per_step x error_s,
+//                           summed over all ranks. *_blocking_mean_s: the mean time one action
+//                           blocks its rank (its duration for F, B, I, W and OPTIM, its exposed
+//                           transfer time for communication); blocking_error_s = count_per_step
+//                           x their difference; gap_share_s = blocking_error_s / world_size, the
+//                           kind's part of gap.busy_s (they sum to it); share = |blocking_error_s|
+//                           / the sum of |blocking_error_s| over kinds
+//   "top_actions"           the ten (rank, action) with the largest |error_s|: [{rank, action,
+//                           predicted_s, measured_s, error_s, relative_error}], measured_s being
+//                           the mean over the kept steps
+//   "memory"                [{rank, predicted_bytes, measured_bytes, relative_error}] (only when
+//                           both summaries were given)
+//   "explaining_kinds"      the kinds that explain most of the step-time gap (explain_gap)
+//   "where_the_prediction_misses"  explain_gap's paragraph
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedules/action.hpp"
+#include "schedules/timeline.hpp"
+
+namespace dtwin::sched {
+
+/// A predicted figure, its measured counterpart, predicted - measured and the relative error.
+struct Figure {
+  double predicted = 0;
+  double measured = 0;
+  double error() const { return predicted - measured; }
+  /// (predicted - measured) / measured; 0 when both are 0, NaN when only measured is 0.
+  double relative_error() const;
+};
+
+struct RankComparison {
+  int rank = 0;
+  Figure compute_s, comm_s, idle_s;  ///< comm_s: exposed communication
+};
+
+struct KindComparison {
+  ActionKind kind = ActionKind::F;
+  int count_per_step = 0;  ///< actions of this kind in one step, over all ranks
+  Figure mean_s;           ///< mean duration of one action (measured: over kept steps too)
+  /// Mean time one action blocks its rank: the duration for F, B, I, W and OPTIM, the exposed
+  /// transfer time for communication (a send runs in the background; waiting for a peer is
+  /// idle time, the consequence of errors elsewhere).
+  Figure mean_blocking_s;
+  /// count_per_step x mean_s.error(): the summed duration error of this kind per step.
+  double total_error_s() const { return count_per_step * mean_s.error(); }
+  /// count_per_step x mean_blocking_s.error(): the summed blocking-time error per step.
+  double blocking_error_s() const { return count_per_step * mean_blocking_s.error(); }
+};
+
+struct ActionComparison {
+  int rank = 0;
+  std::string action;  ///< canonical text, e.g. "1B3"
+  Figure duration_s;   ///< measured: mean over the kept steps
+};
+
+struct MemoryComparison {
+  int rank = 0;
+  Figure peak_bytes;
+};
+
+struct Comparison {
+  int world_size = 0;
+  int measured_steps = 0;  ///< kept measured steps
+  bool dropped_first_step = false;
+  Figure step_time_s;
+  Figure bubble_fraction;  ///< error() * 100 is the difference in percentage points
+  std::vector<RankComparison> ranks;
+  std::vector<KindComparison> kinds;          ///< kinds present in the schedule, in enum order
+  std::vector<ActionComparison> top_actions;  ///< up to 10, largest |error| first
+  std::vector<MemoryComparison> memory;       ///< empty unless both summaries were given
+
+  /// Mean over ranks of the compute + exposed communication error. busy_error_s() +
+  /// idle_error_s() = step_time_s.error() unless a rank's idle time was clamped at 0.
+  double busy_error_s() const;
+  /// Mean over ranks of the idle-time error.
+  double idle_error_s() const;
+  /// A kind's part of busy_error_s(): blocking_error_s() / world_size (they sum to it).
+  double gap_share_s(const KindComparison& kind) const;
+};
+
+/// Compares one predicted step (`predicted`, every event of step index 0, or of a single step)
+/// with a measured run (`measured`, any number of steps; the first is dropped as warm-up when
+/// there are more). Peak memory comes from the summaries when both are given.
+///
+/// Throws std::invalid_argument when the two timelines do not describe the same schedule: a
+/// different set of ranks ("predicted has 3 ranks, measured 4: measured rank 3 is missing from
+/// the prediction"), or a kept measured step whose actions on a rank differ from the predicted
+/// multiset ("rank 1 ran 1F3 in measured step 4 but the prediction has no such action"); also
+/// for an empty timeline, a prediction of several steps, ranks that are not 0..N-1, or a summary
+/// whose rank count differs from the traces'.
+Comparison compare_timelines(const std::vector<TimedAction>& predicted,
+                             const std::vector<TimedAction>& measured,
+                             const StepSummary* predicted_summary = nullptr,
+                             const StepSummary* measured_summary = nullptr);
+
+/// The kinds that explain most of the step-time gap: those whose blocking_error_s has the gap's
+/// sign, largest first, until they cover 80% of those kinds' sum (at most three). Empty when
+/// the step times agree.
+std::vector<ActionKind> explaining_kinds(const Comparison& comparison);
+
+/// One paragraph, "where the prediction misses": the step-time gap and the kinds that explain it.
+std::string explain_gap(const Comparison& comparison);
+
+/// compare.json, the keys listed at the top of this header.
+std::string to_compare_json(const Comparison& comparison);
+
+/// report.md: headline, per-rank, per-kind, top-ten and memory tables and explain_gap's paragraph.
+std::string to_markdown_report(const Comparison& comparison, const std::string& title);
+
+/// The compact stdout table: step time, bubble and per-kind errors.
+std::string format_compare_table(const Comparison& comparison, const std::string& title);
+
+}  // namespace dtwin::sched

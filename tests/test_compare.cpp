@@ -1,0 +1,313 @@
+// Predicted versus measured (schedules/compare.hpp) on a simulated quickstart step
+// (tests/golden/quickstart_predicted.trace.json, written by `dtwin simulate
+// scenarios/quickstart.yaml`) and measured timelines made from it.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "schedules/compare.hpp"
+#include "schedules/timeline.hpp"
+
+namespace {
+
+using dtwin::sched::ActionKind;
+using dtwin::sched::compare_timelines;
+using dtwin::sched::Comparison;
+using dtwin::sched::TimedAction;
+using Events = std::vector<TimedAction>;
+
+Events quickstart_prediction() {
+  std::ifstream in(std::string(DTWIN_SOURCE_DIR) + "/tests/golden/quickstart_predicted.trace.json");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  return dtwin::sched::from_chrome_trace(text.str());
+}
+
+// Every time t becomes shift + k t (durations and exposed communication scale by k), as step
+// `step`.
+Events transformed(const Events& events, double k, double shift, int step) {
+  Events out = events;
+  for (TimedAction& e : out) {
+    e.start = shift + k * e.start;
+    e.end = shift + k * e.end;
+    e.exposed_comm *= k;
+    e.step = step;
+  }
+  return out;
+}
+
+Events concat(Events a, const Events& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A measured run of a warm-up step (stretched by 5, to be dropped) and one step stretched by k
+// and shifted.
+Events measured_run(const Events& predicted, double k, double shift) {
+  return concat(transformed(predicted, 5.0, 0.0, 0), transformed(predicted, k, 10.0 + shift, 1));
+}
+
+std::string compare_error(const Events& predicted, const Events& measured) {
+  try {
+    compare_timelines(predicted, measured);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("compare: a trace against itself has no error") {
+  const Events predicted = quickstart_prediction();
+  REQUIRE(predicted.size() == 59);
+  // Two identical steps, the second after the first.
+  const Events measured =
+      concat(transformed(predicted, 1.0, 0.0, 0), transformed(predicted, 1.0, 2.0, 1));
+  dtwin::sched::StepSummary summary = dtwin::sched::summarize(predicted, 3);
+  summary.ranks[1].peak_memory_bytes = 1e8;
+  const Comparison c = compare_timelines(predicted, measured, &summary, &summary);
+  CHECK(c.world_size == 3);
+  CHECK(c.measured_steps == 1);
+  CHECK(c.dropped_first_step);
+  CHECK(c.step_time_s.predicted == Approx(1.215447).epsilon(1e-4));
+  CHECK(std::abs(c.step_time_s.relative_error()) < 1e-9);
+  CHECK(std::abs(c.bubble_fraction.error()) < 1e-9);
+  REQUIRE(c.kinds.size() == 7);  // F, B, SEND_F, RECV_F, SEND_B, RECV_B, OPTIM
+  CHECK(c.kinds[0].kind == ActionKind::F);
+  CHECK(c.kinds[0].count_per_step == 12);
+  for (const auto& k : c.kinds) {
+    INFO(dtwin::sched::kind_name(k.kind));
+    CHECK(std::abs(k.mean_s.relative_error()) < 1e-9);
+  }
+  for (const auto& r : c.ranks)
+    for (const auto* f : {&r.compute_s, &r.comm_s, &r.idle_s}) CHECK(std::abs(f->error()) < 1e-9);
+  CHECK(c.top_actions.size() == 10);
+  for (const auto& a : c.top_actions) CHECK(std::abs(a.duration_s.error()) < 1e-9);
+  REQUIRE(c.memory.size() == 3);
+  CHECK(c.memory[1].peak_bytes.measured == 1e8);
+  CHECK(c.memory[1].peak_bytes.relative_error() == 0);
+  CHECK(dtwin::sched::explaining_kinds(c).empty());
+}
+
+TEST_CASE("compare: a measurement stretched by k gives a relative error of 1/k - 1") {
+  const Events predicted = quickstart_prediction();
+  for (double k : {1.25, 0.8, 2.0}) {
+    INFO("k = " << k);
+    const Comparison c = compare_timelines(predicted, measured_run(predicted, k, 0.37));
+    const double expected = 1 / k - 1;
+    CHECK(c.step_time_s.measured == Approx(k * c.step_time_s.predicted));
+    CHECK(std::abs(c.step_time_s.relative_error() - expected) < 1e-9);
+    CHECK(std::abs(c.bubble_fraction.error()) < 1e-9);  // idle and step time scale alike
+    for (const auto& kind : c.kinds) {
+      INFO(dtwin::sched::kind_name(kind.kind));
+      CHECK(std::abs(kind.mean_s.relative_error() - expected) < 1e-9);
+    }
+    for (const auto& a : c.top_actions)
+      CHECK(std::abs(a.duration_s.relative_error() - expected) < 1e-9);
+    for (const auto& r : c.ranks) CHECK(std::abs(r.compute_s.relative_error() - expected) < 1e-9);
+    // The kinds with the most time explain the gap: B (the largest) first.
+    const auto explaining = dtwin::sched::explaining_kinds(c);
+    REQUIRE(!explaining.empty());
+    CHECK(explaining.front() == ActionKind::B);
+    CHECK_THAT(dtwin::sched::explain_gap(c), Catch::Contains(k > 1 ? "shorter" : "longer"));
+  }
+}
+
+TEST_CASE("compare: a shifted measurement has no error") {
+  const Events predicted = quickstart_prediction();
+  const Comparison c = compare_timelines(predicted, measured_run(predicted, 1.0, 123.456));
+  CHECK(std::abs(c.step_time_s.relative_error()) < 1e-9);
+  CHECK(std::abs(c.bubble_fraction.error()) < 1e-9);
+  for (const auto& kind : c.kinds) CHECK(std::abs(kind.mean_s.relative_error()) < 1e-9);
+}
+
+TEST_CASE("compare: a single measured step is kept, and the warm-up step is not validated") {
+  const Events predicted = quickstart_prediction();
+  const Comparison one = compare_timelines(predicted, transformed(predicted, 2.0, 1.0, 7));
+  CHECK(one.measured_steps == 1);
+  CHECK_FALSE(one.dropped_first_step);
+  CHECK(std::abs(one.step_time_s.relative_error() + 0.5) < 1e-9);
+  // A warm-up step with an extra action is dropped before the schedules are compared.
+  Events warmup = transformed(predicted, 1.0, 0.0, 0);
+  warmup.pop_back();
+  const Comparison c =
+      compare_timelines(predicted, concat(warmup, concat(transformed(predicted, 1.0, 5.0, 1),
+                                                         transformed(predicted, 1.0, 10.0, 2))));
+  CHECK(c.measured_steps == 2);
+  CHECK(std::abs(c.step_time_s.relative_error()) < 1e-9);
+}
+
+TEST_CASE("compare: timelines of different schedules are rejected with a clear message") {
+  const Events predicted = quickstart_prediction();
+  const Events good = measured_run(predicted, 1.0, 0.0);
+
+  SECTION("an action dropped") {
+    Events measured = good;
+    const auto it = std::find_if(measured.begin(), measured.end(), [](const TimedAction& e) {
+      return e.step == 1 && e.rank == 1 && dtwin::sched::to_string(e.action) == "1F3";
+    });
+    REQUIRE(it != measured.end());
+    measured.erase(it);
+    CHECK(compare_error(predicted, measured) ==
+          "rank 1 did not run 1F3 in measured step 1 but the prediction has it");
+  }
+  SECTION("an action renamed") {
+    Events measured = good;
+    for (TimedAction& e : measured)
+      if (e.step == 1 && e.rank == 1 && dtwin::sched::to_string(e.action) == "1F3")
+        e.action.microbatch = 4;
+    CHECK(compare_error(predicted, measured) ==
+          "rank 1 ran 1F4 in measured step 1 but the prediction has no such action");
+  }
+  SECTION("an action run twice") {
+    Events measured = good;
+    measured.push_back(measured.back());
+    CHECK_THAT(compare_error(predicted, measured),
+               Catch::Contains("2 times in measured step 1 but the prediction has it once"));
+  }
+  SECTION("a rank missing from the measurement") {
+    Events measured;
+    for (const TimedAction& e : good)
+      if (e.rank != 2) measured.push_back(e);
+    CHECK(compare_error(predicted, measured) ==
+          "predicted has 3 ranks, measured 2: predicted rank 2 is missing from the measurement");
+  }
+  SECTION("a rank missing from the prediction") {
+    Events measured = good;
+    for (const TimedAction& e : good)
+      if (e.rank == 0) {
+        measured.push_back(e);
+        measured.back().rank = 3;
+      }
+    CHECK(compare_error(predicted, measured) ==
+          "predicted has 3 ranks, measured 4: measured rank 3 is missing from the prediction");
+  }
+  SECTION("a rank absent from one measured step") {
+    Events measured = good;
+    for (const TimedAction& e : transformed(predicted, 1.0, 20.0, 2))
+      if (e.rank != 0) measured.push_back(e);
+    CHECK(compare_error(predicted, measured) == "measured step 2 has no actions on rank 0");
+  }
+  SECTION("a prediction of several steps, empty traces, summaries of another size") {
+    CHECK_THAT(compare_error(good, good), Catch::Contains("the predicted trace has 2 steps"));
+    CHECK(compare_error({}, good) == "the predicted trace has no actions");
+    CHECK(compare_error(predicted, {}) == "the measured trace has no actions");
+    dtwin::sched::StepSummary two;
+    two.ranks.resize(2);
+    CHECK_THROWS_WITH(compare_timelines(predicted, good, &two, nullptr),
+                      "the predicted summary has 2 ranks, the traces 3");
+  }
+}
+
+TEST_CASE("compare: the kinds that explain the step-time gap") {
+  Comparison c;
+  c.world_size = 2;
+  c.measured_steps = 4;
+  c.step_time_s = {1.0, 2.0};
+  c.bubble_fraction = {0.2, 0.25};
+  // Busy -0.4 s and idle -0.6 s per rank on average: the -1 s gap.
+  c.ranks = {{0, {0.5, 0.9}, {0, 0}, {0.5, 1.1}}, {1, {0.5, 0.9}, {0, 0}, {0.5, 1.1}}};
+  c.kinds = {{ActionKind::F, 4, {0.1, 0.3}, {0.1, 0.3}},        // -0.8 s per step
+             {ActionKind::B, 4, {0.2, 0.25}, {0.2, 0.25}},      // -0.2 s
+             {ActionKind::SEND_F, 4, {0.01, 0.5}, {0.01, 0}}};  // +0.04 s blocking, the other way
+  CHECK(dtwin::sched::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F});
+  CHECK(c.gap_share_s(c.kinds[0]) == Approx(-0.4));
+  const std::string text = dtwin::sched::explain_gap(c);
+  CHECK_THAT(text, Catch::Contains("1000.000 ms (50.0%) shorter than the measured step"));
+  CHECK_THAT(text, Catch::Contains("-400.000 ms of it is busy time"));
+  CHECK_THAT(text, Catch::Contains("-600.000 ms idle time"));
+  CHECK_THAT(text, Catch::Contains("are F (4 per step, 100.000 ms predicted against 300.000 ms "
+                                   "measured, -66.7%: -400.000 ms of the step per rank, 77%"));
+  CHECK_THAT(text, Catch::Contains("SEND_F goes the other way (+20.000 ms of the step per rank)"));
+  // SEND_F's whole durations err the most (-1.96 s per step), which is not a step-time cost.
+  CHECK_THAT(text, Catch::Contains("By whole durations SEND_F errs the most"));
+  CHECK_THAT(text, Catch::Contains("(-5.0 pp)"));
+  c.kinds[1].mean_blocking_s.measured = 0.35;  // B: -0.6 s; F alone covers 57%, F and B together
+  CHECK(dtwin::sched::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F, ActionKind::B});
+  c.step_time_s = {2.0, 2.0};
+  CHECK(dtwin::sched::explaining_kinds(c).empty());
+  CHECK_THAT(dtwin::sched::explain_gap(c), Catch::StartsWith("The predicted step time matches"));
+}
+
+TEST_CASE("compare: the kinds' parts of the gap add up to the busy error") {
+  const Events predicted = quickstart_prediction();
+  const Comparison c = compare_timelines(predicted, measured_run(predicted, 1.25, 0.0));
+  double parts = 0;
+  for (const auto& k : c.kinds) parts += c.gap_share_s(k);
+  CHECK(parts == Approx(c.busy_error_s()).epsilon(1e-9));
+  CHECK(c.busy_error_s() + c.idle_error_s() == Approx(c.step_time_s.error()).epsilon(1e-9));
+  for (const auto& k : c.kinds) {
+    // Compute blocks for its whole duration; communication only for its exposed transfer.
+    if (dtwin::sched::is_compute(k.kind)) CHECK(k.mean_blocking_s.predicted == k.mean_s.predicted);
+    if (dtwin::sched::is_p2p(k.kind)) CHECK(k.mean_blocking_s.predicted < k.mean_s.predicted);
+  }
+}
+
+TEST_CASE("compare: compare.json, report.md and the stdout table") {
+  const Events predicted = quickstart_prediction();
+  dtwin::sched::StepSummary summary = dtwin::sched::summarize(predicted, 3);
+  for (auto& r : summary.ranks) r.peak_memory_bytes = 1 << 20;
+  const Comparison c =
+      compare_timelines(predicted, measured_run(predicted, 1.25, 0.0), &summary, &summary);
+  const auto doc = nlohmann::json::parse(dtwin::sched::to_compare_json(c));
+  CHECK(doc["world_size"] == 3);
+  CHECK(doc["measured_steps"] == 1);
+  CHECK(doc["dropped_first_step"] == true);
+  CHECK(doc["step_time"]["relative_error"].get<double>() == Approx(-0.2));
+  CHECK(doc["step_time"]["predicted_s"].get<double>() == Approx(c.step_time_s.predicted));
+  CHECK(std::abs(doc["bubble"]["difference_pp"].get<double>()) < 1e-7);
+  CHECK(doc["ranks"].size() == 3);
+  CHECK(doc["ranks"][2]["measured"]["compute_s"].get<double>() ==
+        Approx(1.25 * doc["ranks"][2]["predicted"]["compute_s"].get<double>()));
+  CHECK(doc["kinds"][1]["kind"] == "B");
+  CHECK(doc["kinds"][1]["relative_error"].get<double>() == Approx(-0.2));
+  CHECK(doc["top_actions"].size() == 10);
+  // Largest |error| first; here the longest action, rank 0's wait for the first gradient.
+  CHECK(doc["top_actions"][0]["action"] == "0RECV_B0");
+  for (size_t i = 1; i < doc["top_actions"].size(); ++i)
+    CHECK(std::abs(doc["top_actions"][i - 1]["error_s"].get<double>()) >=
+          std::abs(doc["top_actions"][i]["error_s"].get<double>()));
+  CHECK(doc["memory"][0]["relative_error"] == 0);
+  CHECK(doc["explaining_kinds"][0] == "B");
+  CHECK(doc["where_the_prediction_misses"].get<std::string>().size() > 100);
+
+  const std::string md = dtwin::sched::to_markdown_report(c, "quickstart");
+  for (const char* part : {"# Predicted versus measured: quickstart", "| step time (ms) |",
+                           "| bubble |", "## Per rank", "## Per action kind", "## The ten actions",
+                           "## Peak memory", "## Where the prediction misses", "| B | 12 |"})
+    CHECK_THAT(md, Catch::Contains(part));
+  const std::string table = dtwin::sched::format_compare_table(c, "compare quickstart");
+  CHECK_THAT(table,
+             Catch::StartsWith("compare quickstart: 1 measured step (warm-up step dropped)"));
+  CHECK_THAT(table, Catch::Contains("-20.0%"));
+}
+
+TEST_CASE("summary JSON round-trips and rejects malformed input") {
+  dtwin::sched::StepSummary s;
+  s.step_time_s = 1.5;
+  s.bubble_fraction = 0.25;
+  s.tokens_per_s = 100;
+  s.ranks.resize(2);
+  s.ranks[1] = {0.5, 0.1, 0.9, 4096, false};
+  const auto back = dtwin::sched::from_summary_json(dtwin::sched::to_summary_json(s));
+  CHECK(back.step_time_s == 1.5);
+  CHECK(back.mfu == -1);
+  REQUIRE(back.ranks.size() == 2);
+  CHECK(back.ranks[1].peak_memory_bytes == 4096);
+  CHECK_FALSE(back.ranks[1].memory_ok);
+  CHECK_THROWS_WITH(dtwin::sched::from_summary_json("{"), "malformed JSON");
+  CHECK_THROWS_WITH(dtwin::sched::from_summary_json("{\"ranks\": []}"),
+                    Catch::Contains("step_time_s"));
+  CHECK_THROWS_WITH(
+      dtwin::sched::from_summary_json(
+          R"({"step_time_s": 1, "bubble_fraction": 0, "ranks": [{"rank": 0, "compute_s": 1}]})"),
+      Catch::Contains("ranks[0]"));
+}
