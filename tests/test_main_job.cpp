@@ -1,0 +1,28 @@
+// `dtwin run`, the main job, end to end on a shortened quickstart: profile, simulate, train,
+// compare and plot leave their files, and the prediction is checked against the measurement.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/run_process.hpp"
+
+TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png") {
+  const std::string dir = "main-job-quickstart";
+  std::filesystem::remove_all(dir);
+  const auto result = dtwin::test::run_dtwin(std::string("run ") + DTWIN_SOURCE_DIR +
+                                             "/scenarios/quickstart.yaml --set training.steps=6" +
+                                             " --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + dir);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  for (const char* file : {"predicted.trace.json", "predicted.summary.json", "measured.trace.json",
+                           "measured.summary.json", "loss.csv", "compare.json", "report.md",
+                           "timeline.png", "loss.png"})
+    CHECK(std::filesystem::exists(dir + "/" + file));
+  CHECK_THAT(result.output, Catch::Contains("quickstart: predicted step"));
+  std::ifstream in(dir + "/compare.json");
+  const auto compare = nlohmann::json::parse(in);
+  CHECK(compare["measured_steps"] == 5);  // 6 steps, the warm-up step dropped
+  CHECK(compare["step_time"]["predicted_s"].get<double>() > 0);
+  CHECK(compare["step_time"]["measured_s"].get<double>() > 0);
+}
