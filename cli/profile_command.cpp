@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/profile_cache.hpp"
 #include "models/scenario_loader.hpp"
+#include "runtime/capabilities.hpp"
 
 namespace dtwin {
 namespace {
@@ -16,6 +17,7 @@ struct ProfileCommandOptions {
 
 int run_profile(const ProfileCommandOptions& options) {
   const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  rt::check_runtime_supports(scenario);
   const std::string path = measure_and_save_profile(scenario, options.data_dir, options.output);
   std::cout << "wrote " << path << "\n";
   return 0;

@@ -12,6 +12,7 @@
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
 #include "models/scenario_loader.hpp"
+#include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
 
@@ -56,6 +57,7 @@ bool plot(const std::string& dir) {
 int run_main_job(const RunOptions& options) {
   Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
   const sched::Schedule schedule = build_schedule(scenario);
+  rt::check_runtime_supports(scenario);
   const std::string dir = prepare_output_dir(options.output, scenario);
   rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
 

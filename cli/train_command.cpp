@@ -7,6 +7,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "models/scenario_loader.hpp"
+#include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
@@ -27,6 +28,7 @@ struct TrainCommandOptions {
 int run_train(const TrainCommandOptions& options, const std::vector<std::string>& args) {
   const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
   const sched::Schedule schedule = build_schedule(scenario);
+  rt::check_runtime_supports(scenario);
   rt::TrainOptions train;
   train.output_dir = prepare_output_dir(options.output, scenario);
   train.data_dir = options.data_dir;
