@@ -13,6 +13,7 @@
 #include <map>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "runtime/clock.hpp"
 
@@ -76,7 +77,9 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
   for (int rank = 0; rank < world_size; ++rank)
     running[spawn_rank(args, rank, world_size, port)] = rank;
 
-  int failed = -1;
+  int failed = -1;           // first rank to fail
+  int died = -1;             // first rank killed by a signal we did not send
+  std::vector<int> stalled;  // ranks we had to kill
   double deadline = 0;
   while (!running.empty()) {
     int status = 0;
@@ -86,6 +89,7 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
       running.erase(pid);
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!ok) std::fprintf(stderr, "launcher: rank %d %s\n", rank, describe(status).c_str());
+      if (WIFSIGNALED(status) && died < 0) died = rank;
       if (!ok && failed < 0) {
         failed = rank;
         deadline = wall_seconds() + timeout_s + 5;
@@ -99,16 +103,21 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
                      rank, timeout_s + 5, failed);
         kill(stuck, SIGKILL);
         waitpid(stuck, &status, 0);
+        stalled.push_back(rank);
       }
       running.clear();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (failed >= 0) {
-    std::fprintf(stderr, "launcher: training failed: rank %d was lost first\n", failed);
-    return 1;
-  }
-  return 0;
+  if (failed < 0) return 0;
+  if (died >= 0)
+    std::fprintf(stderr, "launcher: training failed: rank %d died\n", died);
+  else if (!stalled.empty())
+    std::fprintf(stderr, "launcher: training failed: rank %d stalled and was killed\n",
+                 stalled.front());
+  else
+    std::fprintf(stderr, "launcher: training failed: rank %d failed first\n", failed);
+  return 1;
 }
 
 }  // namespace dtwin::rt
