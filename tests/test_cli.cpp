@@ -228,9 +228,9 @@ TEST_CASE("dtwin compare exits 2 naming the missing, malformed or mismatched fil
 
 TEST_CASE("train, run and profile refuse what this build cannot execute, with exit 2") {
   for (const char* command : {"train ", "run ", "profile "})
-    for (const std::string& set : {std::string("runtime.device=cuda"),
-                                   std::string("runtime.backend=nccl"),
-                                   std::string("training.precision=bf16")}) {
+    for (const std::string& set :
+         {std::string("runtime.device=cuda"), std::string("runtime.backend=nccl"),
+          std::string("training.precision=bf16"), std::string("model.family=gpt2")}) {
       const Result result = run_dtwin(command + kQuickstart + " --set " + set);
       INFO(command << set << "\n" << result.output);
       CHECK(result.exit_code == 2);
