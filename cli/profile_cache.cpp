@@ -26,9 +26,11 @@ std::string measure_and_save_profile(const Scenario& scenario, const std::string
     std::printf("%6zu %10.2f %10.2f %10.2f %10.2f %10.2f\n", s, t.forward * 1e3, t.backward * 1e3,
                 t.input_backward * 1e3, t.weight_backward * 1e3, t.optimizer * 1e3);
   }
-  std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
-              profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
-              profile.allreduce_ranks);
+  std::printf(
+      "p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks; "
+      "contention x%.3f\n",
+      profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
+      profile.allreduce_ranks, profile.contention);
   return target;
 }
 

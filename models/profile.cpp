@@ -107,18 +107,20 @@ double Profile::allreduce_seconds(double bytes) const {
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
-         allreduce == other.allreduce && allreduce_ranks == other.allreduce_ranks;
+         allreduce == other.allreduce && allreduce_ranks == other.allreduce_ranks &&
+         contention == other.contention;
 }
 
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = parse_file(path);
   const Origin origin(path, {}, "profile");
   const Section root(origin, Field{doc, "", doc.Mark()},
-                     {"machine", "threads", "stages", "p2p", "allreduce"});
+                     {"machine", "threads", "contention", "stages", "p2p", "allreduce"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
   root.integer("threads", 1, p.threads);
+  root.quantity("contention", Quantity::Count, true, p.contention);
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
   }
@@ -135,6 +137,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::BeginMap;
   out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
   out << YAML::Key << "threads" << YAML::Value << profile.threads;
+  out << YAML::Key << "contention" << YAML::Value << number(profile.contention);
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
   for (const StageSeconds& s : profile.stages) {
     out << YAML::Flow << YAML::BeginMap;

@@ -46,9 +46,13 @@ struct AllReducePoint {
 };
 
 struct Profile {
-  std::string source;                     ///< the file it was read from ("" if built in memory)
-  std::string machine;                    ///< free text, e.g. hostname + backend
-  int threads = 1;                        ///< intra-op threads per rank used when measuring
+  std::string source;   ///< the file it was read from ("" if built in memory)
+  std::string machine;  ///< free text, e.g. hostname + backend
+  int threads = 1;      ///< intra-op threads per rank used when measuring
+  /// Slowdown of a rank's compute, beyond its fair share of the cores, when more ranks than
+  /// cores share the device and all compute at once (cache and memory-bandwidth contention);
+  /// 1 when the ranks fit the cores. The simulator stretches profiled compute by it.
+  double contention = 1;
   std::vector<StageSeconds> stages;       ///< one per stage, in stage order
   double p2p_latency = 0;                 ///< seconds
   double p2p_bandwidth = 0;               ///< bytes/s

@@ -77,6 +77,44 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   return {median(f), median(bw), median(in), median(w), median(opt)};
 }
 
+// Slowdown beyond the fair share of the cores when `ranks` ranks share `cores` cores and all
+// compute at once: each of `ranks` threads runs F and B of stage (thread mod stages) repeatedly;
+// its time against its isolated time x ranks/cores, median over threads (1 if ranks <= cores).
+double measure_contention(const Scenario& scenario, const CostModel& cost, const Profile& profile,
+                          const TokenDataset& data, int ranks, int cores) {
+  if (ranks <= cores) return 1;
+  const int repeats = 5;
+  std::vector<double> ratios(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      const int s = r % cost.num_stages();
+      const StageCost& stage = cost.stage(s);
+      auto module = std::make_shared<nn::StageModule>(scenario, stage);
+      const ModelSpec& m = scenario.model;
+      const int b = scenario.layout.micro_batch_size;
+      const Batch batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
+      const torch::Tensor input =
+          stage.has_embedding ? batch.inputs
+                              : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
+      const torch::Tensor grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
+      double start = 0;
+      for (int i = -1; i < repeats; ++i) {
+        if (i == 0) start = wall_seconds();
+        torch::Tensor out =
+            module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
+        if (stage.has_head)
+          out.backward();
+        else
+          out.backward(grad);
+      }
+      const double alone = profile.stages[s].forward + profile.stages[s].backward;
+      ratios[r] = (wall_seconds() - start) / repeats / (alone * ranks / cores);
+    });
+  for (std::thread& t : threads) t.join();
+  return std::max(1.0, median(ratios));
+}
+
 std::string host_name() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
@@ -95,6 +133,9 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   for (int s = 0; s < cost.num_stages(); ++s)
     profile.stages.push_back(measure_stage(scenario, cost, s, data, options));
+  profile.contention =
+      measure_contention(scenario, cost, profile, data, scenario.cluster.ranks_per_device,
+                         scenario.cluster.device.cores);
   std::vector<double> sizes;
   const double largest = cost.gradient_bytes(0);
   for (double bytes = 4096; bytes < largest; bytes *= 8) sizes.push_back(bytes);
@@ -107,8 +148,8 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" + m.family +
-      "|" + std::to_string(m.vocab_size) + "|" + std::to_string(m.d_model) + "|" +
+      "v2|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      m.family + "|" + std::to_string(m.vocab_size) + "|" + std::to_string(m.d_model) + "|" +
       std::to_string(m.n_layers) + "|" + std::to_string(m.n_heads) + "|" +
       std::to_string(m.ffn_hidden) + "|" + std::to_string(m.seq_len) + "|" + std::to_string(l.pp) +
       "|" + std::to_string(l.virtual_stages) + "|" + std::to_string(l.micro_batch_size) + "|" +

@@ -10,15 +10,17 @@ namespace dtwin::rt {
 
 struct ProfileOptions {
   std::string data_dir = "data";  ///< for real token batches (stage 0 input, last-stage targets)
-  int warmup = 2;                 ///< untimed repetitions before measuring
-  int repeats = 7;                ///< timed repetitions; the median is kept
+  int warmup = 3;                 ///< untimed repetitions before measuring
+  int repeats = 15;               ///< timed repetitions; the median is kept
 };
 
 /// Measures, with the thread count each rank will train with (runtime.threads, or the cores
 /// shared by the scenario's world size), the median seconds of F, B, I, W and the optimizer
 /// step of every stage at the scenario's micro-batch size; the point-to-point latency and
 /// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
-/// message size over a Gloo group of layout.dp ranks (none when dp = 1).
+/// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, when more ranks
+/// share a device than it has cores, the contention factor (Profile::contention) measured by
+/// running that many ranks' F and B at once.
 Profile measure_profile(const Scenario& scenario, const ProfileOptions& options);
 
 /// Where the profile of `scenario` on this machine is cached: .cache/profiles/<key>.yaml, the
