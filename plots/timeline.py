@@ -2,19 +2,24 @@
 """Predicted against measured timeline of one training step, as two Gantt charts.
 
 Usage:
-    /usr/bin/python3 plots/timeline.py OUT [--step N] [-o PNG]
+    /usr/bin/python3 plots/timeline.py OUT [--step N] [-o PNG] [-v]
 
 OUT is a dtwin output folder (for example out/quickstart) holding predicted.trace.json
 (`dtwin simulate`) and/or measured.trace.json (`dtwin train`). The figure is saved as
-OUT/timeline.png (or -o PNG), at 120 dpi.
+OUT/timeline.png (or -o PNG), at 120 dpi. Silent on success (`dtwin run` calls it); -v prints
+the chosen steps, their step times and bubbles, and the output path.
 
 - The predicted chart (top) and the measured chart (bottom) share one time axis in ms; each
   step is shifted to start at 0.
 - One row per rank, rank 0 on top. Compute actions are boxes coloured by kind (F, B, I, W,
-  OPTIM) with the microbatch number written on boxes wide enough to hold it. Under each row a
-  thin lane shows communication: sends and receives (pale), all-reduces (pale purple) and the
-  exposed part of each (red, drawn at least one pixel wide so it stays visible). The hatched
-  grey background is idle time.
+  OPTIM) with the microbatch number written on boxes wide enough to hold it. A rank that runs
+  several (virtual) stages draws its later chunks lighter and writes "microbatch/s<stage>"
+  where that fits; each rank's label lists its stages.
+- Under each row a thin lane shows communication: sends and receives in flight (pale),
+  all-reduces (pale purple) and the exposed part of each (red, the tail of the action, drawn
+  at least one pixel wide so it stays visible; it is also marked in the compute row, where the
+  rank is blocked). The hatched grey background is idle time; a dotted line marks the step's
+  end.
 - Each title gives the step time and the bubble fraction computed from the events as
   schedules/timeline.cpp does: bubble = mean over ranks of (step - busy compute - exposed
   comm) / step. Each rank's label gives its own idle share.
@@ -58,6 +63,12 @@ COMM_TOP, COMM_HEIGHT = 0.24, 0.18
 DPI = 120
 
 
+def lighten(colour, fraction):
+    """Mix a '#rrggbb' colour with white."""
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * fraction):02x}" for c in rgb)
+
+
 def load_side(path, step, label):
     """(events in ms, chosen step, how it was chosen) or None when the file does not exist."""
     if not os.path.exists(path):
@@ -92,18 +103,33 @@ def draw_side(ax, side, plt, px_per_ms):
         ax.add_patch(Rectangle((0, r + COMM_TOP), step_ms, COMM_HEIGHT, facecolor="#fafafa",
                                edgecolor="#dddddd", linewidth=0.5, zorder=1))
 
+    # Stages per rank: with virtual stages (interleaved 1F1B) a rank runs several, and later
+    # chunks are drawn lighter and labelled "microbatch/s<stage>" where that fits.
+    stages = {}
+    for e in side["events"]:
+        stages.setdefault(e.rank, set()).add(e.stage)
+    chunk = {r: {st: i for i, st in enumerate(sorted(own))} for r, own in stages.items()}
+
     font = 8 if ranks <= 4 else 7
     char_px = font * 0.62 * DPI / 72
     for e in side["events"]:
         if e.is_compute:
             colour = KIND_COLOURS[e.kind]
+            chunks = len(stages[e.rank])
+            pale = 0.45 * chunk[e.rank][e.stage] / (chunks - 1) if chunks > 1 and e.kind != "OPTIM" else 0
+            colour = lighten(colour, pale)
             ax.add_patch(Rectangle((e.start, e.rank + COMPUTE_TOP), e.dur, COMPUTE_HEIGHT,
                                    facecolor=colour, edgecolor="white", linewidth=0.6, zorder=3))
             text = "opt" if e.kind == "OPTIM" else (str(e.microbatch) if e.microbatch is not None else "")
-            if text and e.dur * px_per_ms >= len(text) * char_px + 4:
+            width_px = e.dur * px_per_ms
+            if e.kind != "OPTIM" and len(stages[e.rank]) > 1 and text:
+                long = f"{text}/s{e.stage}"
+                if width_px >= len(long) * char_px + 4:
+                    text = long
+            if text and width_px >= len(text) * char_px + 4:
                 ax.text(e.start + e.dur / 2, e.rank + COMPUTE_TOP + COMPUTE_HEIGHT / 2, text,
                         ha="center", va="center", fontsize=font, zorder=4, clip_on=True,
-                        color="black" if e.kind in DARK_TEXT_KINDS else "white",
+                        color="black" if e.kind in DARK_TEXT_KINDS or pale > 0.3 else "white",
                         fontweight="bold")
         else:
             colour = ALLREDUCE_COLOUR if e.kind == "ALLREDUCE" else P2P_COLOUR
@@ -122,8 +148,16 @@ def draw_side(ax, side, plt, px_per_ms):
     ax.axvline(step_ms, color="#444444", linestyle=":", linewidth=1, zorder=5)
     ax.set_ylim(ranks - 0.45, -0.55)  # rank 0 on top
     ax.set_yticks(range(ranks))
-    ax.set_yticklabels([f"rank {r}\nidle {100 * stats['idle'][r] / step_ms:.0f}%" if step_ms > 0
-                        else f"rank {r}" for r in range(ranks)], fontsize=8)
+    labels = []
+    for r in range(ranks):
+        own = sorted(stages.get(r, ()))
+        text = f"rank {r}"
+        if own:
+            text += f" · stage{'s' if len(own) > 1 else ''} {','.join(map(str, own))}"
+        if step_ms > 0:
+            text += f"\nidle {100 * stats['idle'][r] / step_ms:.0f}%"
+        labels.append(text)
+    ax.set_yticklabels(labels, fontsize=8)
     ax.tick_params(axis="y", length=0)
     for spine in ("top", "right", "left"):
         ax.spines[spine].set_visible(False)
@@ -142,6 +176,8 @@ def main():
     parser.add_argument("--step", type=int, default=None,
                         help="measured step to draw (default: median-duration step >= 1)")
     parser.add_argument("-o", "--output", default=None, help="PNG path (default OUT/timeline.png)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print the chosen steps and the output path (quiet by default)")
     args = parser.parse_args()
 
     if not os.path.isdir(args.out):
@@ -163,7 +199,7 @@ def main():
     fig, axes = plt.subplots(len(sides), 1, sharex=True, figsize=(width_in, sum(heights) + 1.5),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     axes = axes[:, 0]
-    left, right = 0.075, 0.985
+    left, right = 0.085, 0.985
     span = max(s["stats"]["step"] for s in sides) * 1.01
     px_per_ms = (right - left) * width_in * DPI / span
     for ax, side in zip(axes, sides):
@@ -200,10 +236,11 @@ def main():
 
     output = args.output or os.path.join(args.out, "timeline.png")
     trace_io.save_figure(fig, output, dpi=DPI)
-    for s in sides:
-        print(f"{s['label']}: step {s['step']}, {s['stats']['step']:.1f} ms, "
-              f"bubble {100 * s['stats']['bubble']:.1f}%")
-    print(f"wrote {output}")
+    if args.verbose:
+        for s in sides:
+            print(f"{s['label']}: step {s['step']}, {s['stats']['step']:.1f} ms, "
+                  f"bubble {100 * s['stats']['bubble']:.1f}%")
+        print(f"wrote {output}")
     return 0
 
 

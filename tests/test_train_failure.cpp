@@ -104,7 +104,7 @@ TEST_CASE("killing a rank mid-step stops every rank and the launcher, naming it"
   CHECK_THAT(outcome.output, Catch::Contains("training failed: rank 1 died"));
 }
 
-TEST_CASE("a stalled rank (SIGSTOP) makes the others time out naming it; the launcher kills it") {
+TEST_CASE("a stalled rank (SIGSTOP) makes the others time out naming it and the launcher kill it") {
   const double timeout_s = 5;
   const Outcome outcome = signal_rank_1(SIGSTOP, timeout_s, "train-stall");
   INFO(outcome.output);
