@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <climits>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "models/scenario_loader.hpp"
@@ -70,6 +72,19 @@ void set_flow(YAML::Node node) {
 }
 
 }  // namespace
+
+YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) {
+    throw ConfigError(path + ": cannot open " + what + " file");
+  }
+  try {
+    return YAML::Load(in);
+  } catch (const YAML::Exception& e) {  // ParserException: a syntax error at e.mark
+    throw ConfigError(
+        fmt::format("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
 
 std::string render(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "";

@@ -53,6 +53,10 @@ struct Field {
 /// A value as quoted in messages: the scalar text, or flow style for a sequence or map.
 std::string render(const YAML::Node& node);
 
+/// Parses the YAML file at `path`. Throws ConfigError "PATH: cannot open WHAT file" when it
+/// cannot be read, or "PATH:LINE:COL: invalid YAML: ..." on a syntax error.
+YAML::Node load_yaml_file(const std::string& path, const std::string& what);
+
 /// Throws ConfigError "PREFIX: PATH: expected WHAT, got 'VALUE'".
 [[noreturn]] void expected(const Origin& origin, const Field& field, const std::string& what);
 

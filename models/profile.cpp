@@ -66,19 +66,6 @@ void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
   }
 }
 
-YAML::Node parse_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path)) {
-    throw ConfigError(path + ": cannot open profile file");
-  }
-  try {
-    return YAML::Load(in);
-  } catch (const YAML::Exception& e) {  // ParserException: a syntax error at e.mark
-    throw ConfigError(
-        fmt::format("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
-}
-
 /// `value` in its shortest form that reads back exactly.
 std::string number(double value) {
   return fmt::format("{}", value);
@@ -112,7 +99,7 @@ bool Profile::operator==(const Profile& other) const {
 }
 
 Profile load_profile(const std::string& path) {
-  const YAML::Node doc = parse_file(path);
+  const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
   const Section root(origin, Field{doc, "", doc.Mark()},
                      {"machine", "threads", "contention", "stages", "p2p", "allreduce"});

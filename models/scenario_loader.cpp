@@ -229,23 +229,10 @@ void read_runtime(const Section& root, RuntimeSpec& r) {
   s->integer("threads", 0, r.threads);
 }
 
-YAML::Node parse_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path)) {
-    throw ConfigError(path + ": cannot open scenario file");
-  }
-  try {
-    return YAML::Load(in);
-  } catch (const YAML::Exception& e) {  // ParserException: a syntax error at e.mark
-    throw ConfigError(
-        fmt::format("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
-}
-
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  YAML::Node doc = parse_file(path);
+  YAML::Node doc = detail::load_yaml_file(path, "scenario");
   std::vector<Override> applied;
   if (!overrides.empty() && doc.IsNull()) doc = YAML::Node(YAML::NodeType::Map);  // empty file
   if (doc.IsMap()) {  // otherwise the root check below reports the file

@@ -119,9 +119,7 @@ def main():
     bottom.legend(frameon=False, fontsize=8, loc="best", ncol=3)
     fig.tight_layout()
     output = args.output or os.path.join(args.out, "loss.png")
-    trace_io.save_figure(fig, output)
-    if args.verbose:
-        print(f"wrote {output}")
+    trace_io.save_figure(fig, output, verbose=args.verbose)
     return 0
 
 

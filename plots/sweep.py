@@ -108,9 +108,7 @@ def main():
     fig.suptitle(f"{os.path.basename(path)}: predicted (dashed) against measured (solid)", fontsize=12)
     fig.tight_layout()
     output = args.output or os.path.join(os.path.dirname(os.path.abspath(path)), "sweep.png")
-    trace_io.save_figure(fig, output)
-    if args.verbose:
-        print(f"wrote {output}")
+    trace_io.save_figure(fig, output, verbose=args.verbose)
     return 0
 
 

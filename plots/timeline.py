@@ -235,12 +235,11 @@ def main():
                         top=1 - top_in / total_h, hspace=0.75 / (sum(heights) / len(sides)))
 
     output = args.output or os.path.join(args.out, "timeline.png")
-    trace_io.save_figure(fig, output, dpi=DPI)
     if args.verbose:
         for s in sides:
             print(f"{s['label']}: step {s['step']}, {s['stats']['step']:.1f} ms, "
                   f"bubble {100 * s['stats']['bubble']:.1f}%")
-        print(f"wrote {output}")
+    trace_io.save_figure(fig, output, dpi=DPI, verbose=args.verbose)
     return 0
 
 

@@ -244,9 +244,12 @@ def import_pyplot():
     return plt
 
 
-def save_figure(fig, path, dpi=120):
+def save_figure(fig, path, dpi=120, verbose=False):
+    """Save the figure as PNG at `path` (creating folders); say so when verbose."""
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.savefig(path, dpi=dpi)
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e}") from None
+    if verbose:
+        print(f"wrote {path}")

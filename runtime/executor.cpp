@@ -45,9 +45,10 @@ Executor::StepResult Executor::run_step(int64_t step) {
     const double start = clock_.now();
     (this->*handler->second)(a);
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
-    stamp_finished_sends();
   }
-  // The step ends when the last send has left; the wait is charged to the send it ends with.
+  // Gloo completes a send only when its sender waits for it, so the sends are waited for here,
+  // at the end of the step, each charged with its own wait (write_measured later ends each
+  // SEND when its receiver got it).
   for (PendingSend& pending : sends_) {
     const double start = clock_.now();
     wait(pending.work, events_[pending.event].action, {pending.peer});
@@ -63,23 +64,6 @@ Executor::StepResult Executor::run_step(int64_t step) {
   input_grads_.clear();
   stashes_.clear();
   return {events_, loss_sum_, loss_count_};
-}
-
-void Executor::stamp_finished_sends() {
-  const double now = clock_.now();
-  std::erase_if(sends_, [&](const PendingSend& pending) {
-    const Action& a = events_[pending.event].action;
-    bool done = false;
-    try {
-      done = pending.work->isCompleted();
-    } catch (const std::exception& error) {
-      comm_.report_lost(sched::to_string(a), {pending.peer}, error.what());
-    }
-    if (!done) return false;
-    events_[pending.event].end = now;
-    if (!pending.work->isSuccess()) wait(pending.work, a, {pending.peer});
-    return true;
-  });
 }
 
 void Executor::wait(c10::intrusive_ptr<c10d::Work> work, const Action& a,

@@ -54,7 +54,6 @@ class Executor {
   sched::Action peer_action(const sched::Action& a) const;
   int tag(const sched::Action& a) const;
   bool local_stage(int stage) const { return stages_.count(stage) > 0; }
-  void stamp_finished_sends();
   void wait(c10::intrusive_ptr<c10d::Work> work, const sched::Action& a,
             const std::vector<int>& peers);
 

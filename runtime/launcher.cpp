@@ -1,9 +1,7 @@
 #include "runtime/launcher.hpp"
 
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -21,19 +19,6 @@ extern char** environ;
 
 namespace dtwin::rt {
 namespace {
-
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    throw std::runtime_error("launcher: cannot find a free port on 127.0.0.1");
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 pid_t spawn_rank(const std::vector<std::string>& args, int rank, int world_size, int port) {
   std::vector<std::string> env_strings;
@@ -65,13 +50,13 @@ std::string describe(int status) {
 }  // namespace
 
 int launch_local(const std::vector<std::string>& args, int world_size, double timeout_s) {
-  const int port = free_port();
   c10d::TCPStoreOptions options;
-  options.port = static_cast<std::uint16_t>(port);
+  options.port = 0;  // the store binds a free port
   options.isServer = true;
   options.waitWorkers = false;
   options.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
   c10d::TCPStore store("127.0.0.1", options);
+  const int port = store.getPort();
 
   std::map<pid_t, int> running;  // pid -> rank
   for (int rank = 0; rank < world_size; ++rank)

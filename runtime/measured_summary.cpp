@@ -18,9 +18,9 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
-// Gloo completes a send only when the sender waits for it, so the executor can only stamp a
-// SEND's end when it next checks. The receiver knows better: the transfer ended when the
-// matching RECV returned. Each SEND's end becomes that time (never before its start).
+// Gloo completes a send only when the sender waits for it, at the end of its step. The
+// receiver knows better: the transfer ended when the matching RECV returned. Each SEND's end
+// becomes that time (never before its start).
 void end_sends_at_receipt(std::vector<sched::TimedAction>& events, const sched::Layout& layout) {
   std::map<std::tuple<int, int, std::string>, double> received;  // (step, rank, RECV) -> end
   for (const sched::TimedAction& e : events)

@@ -21,60 +21,72 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// One stage with one microbatch of input: real tokens on the first stage, random hidden
+// states elsewhere, and a random output gradient for stages without the loss.
+struct StageRun {
+  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data)
+      : stage(stage), module(std::make_shared<nn::StageModule>(scenario, stage)) {
+    const ModelSpec& m = scenario.model;
+    const int b = scenario.layout.micro_batch_size;
+    batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
+    input = stage.has_embedding ? batch.inputs
+                                : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
+    grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
+  }
+  torch::Tensor forward() {
+    return module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
+  }
+  void backward(const torch::Tensor& out) {
+    if (stage.has_head)
+      out.backward();
+    else
+      out.backward(grad);
+  }
+
+  const StageCost& stage;
+  std::shared_ptr<nn::StageModule> module;
+  Batch batch;
+  torch::Tensor input, grad;
+};
+
+// Seconds `body` takes.
+template <typename Body>
+double timed(Body&& body) {
+  const double start = wall_seconds();
+  body();
+  return wall_seconds() - start;
+}
+
 // Times F, B, I, W and the optimizer step of one stage, one microbatch at a time.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
                            const TokenDataset& data, const ProfileOptions& options) {
-  const StageCost& stage = cost.stage(s);
-  auto module = std::make_shared<nn::StageModule>(scenario, stage);
-  torch::optim::AdamW optimizer(module->parameters(),
+  StageRun run(scenario, cost.stage(s), data);
+  torch::optim::AdamW optimizer(run.module->parameters(),
                                 torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
-  const ModelSpec& m = scenario.model;
-  const int b = scenario.layout.micro_batch_size;
-  std::vector<double> f, bw, in, w, opt;
+  std::vector<double> f, b, in, w, opt;
   for (int i = -options.warmup; i < options.repeats; ++i) {
-    const Batch batch = data.batch(i + options.warmup, 0, 0, 1, 1, b, scenario.training.seed);
-    const torch::Tensor input = stage.has_embedding
-                                    ? batch.inputs
-                                    : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
-    const torch::Tensor grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
-    auto run_forward = [&] {
-      return module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
-    };
-    auto run_backward = [&](const torch::Tensor& out) {
-      if (stage.has_head)
-        out.backward();
-      else
-        out.backward(grad);
-    };
-    double t = wall_seconds();
-    torch::Tensor out = run_forward();
-    const double forward = wall_seconds() - t;
-    t = wall_seconds();
-    run_backward(out);
-    const double backward = wall_seconds() - t;
-    out = run_forward();
+    torch::Tensor out;
+    const double forward = timed([&] { out = run.forward(); });
+    const double backward = timed([&] { run.backward(out); });
+    out = run.forward();
     nn::WeightGradStash stash;
-    t = wall_seconds();
-    {
+    const double input_backward = timed([&] {
       nn::StashGuard guard(&stash);
-      run_backward(out);
-    }
-    const double input_backward = wall_seconds() - t;
-    t = wall_seconds();
-    stash.apply();
-    const double weight_backward = wall_seconds() - t;
-    t = wall_seconds();
-    optimizer.step();
-    optimizer.zero_grad();
-    const double step = wall_seconds() - t;
+      run.backward(out);
+    });
+    const double weight_backward = timed([&] { stash.apply(); });
+    const double step = timed([&] {
+      optimizer.step();
+      optimizer.zero_grad();
+    });
     if (i < 0) continue;
     f.push_back(forward);
-    bw.push_back(backward);
+    b.push_back(backward);
     in.push_back(input_backward);
     w.push_back(weight_backward);
     opt.push_back(step);
   }
-  return {median(f), median(bw), median(in), median(w), median(opt)};
+  return {median(f), median(b), median(in), median(w), median(opt)};
 }
 
 // Slowdown beyond the fair share of the cores when `ranks` ranks share `cores` cores and all
@@ -89,27 +101,13 @@ double measure_contention(const Scenario& scenario, const CostModel& cost, const
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       const int s = r % cost.num_stages();
-      const StageCost& stage = cost.stage(s);
-      auto module = std::make_shared<nn::StageModule>(scenario, stage);
-      const ModelSpec& m = scenario.model;
-      const int b = scenario.layout.micro_batch_size;
-      const Batch batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
-      const torch::Tensor input =
-          stage.has_embedding ? batch.inputs
-                              : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
-      const torch::Tensor grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
-      double start = 0;
-      for (int i = -1; i < repeats; ++i) {
-        if (i == 0) start = wall_seconds();
-        torch::Tensor out =
-            module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
-        if (stage.has_head)
-          out.backward();
-        else
-          out.backward(grad);
-      }
+      StageRun run(scenario, cost.stage(s), data);
+      run.backward(run.forward());  // warm-up
+      const double seconds = timed([&] {
+        for (int i = 0; i < repeats; ++i) run.backward(run.forward());
+      });
       const double alone = profile.stages[s].forward + profile.stages[s].backward;
-      ratios[r] = (wall_seconds() - start) / repeats / (alone * ranks / cores);
+      ratios[r] = seconds / repeats / (alone * ranks / cores);
     });
   for (std::thread& t : threads) t.join();
   return std::max(1.0, median(ratios));

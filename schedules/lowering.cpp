@@ -1,5 +1,7 @@
 #include "schedules/lowering.hpp"
 
+#include "schedules/transfer.hpp"
+
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -38,14 +40,11 @@ Schedule add_communication(const Schedule& schedule) {
     for (const Action& a : schedule.ranks[rank]) {
       const bool forward = a.kind == ActionKind::F;
       const bool input_grad = a.kind == ActionKind::B || a.kind == ActionKind::I;
-      if (forward && a.stage < last) {
-        int peer = layout.rank_of_stage(a.stage + 1, rank);
-        if (peer != rank) receives.insert({peer, a.stage + 1, ActionKind::RECV_F, a.microbatch});
-      }
-      if (input_grad && a.stage > 0) {
-        int peer = layout.rank_of_stage(a.stage - 1, rank);
-        if (peer != rank) receives.insert({peer, a.stage - 1, ActionKind::RECV_B, a.microbatch});
-      }
+      if (!(forward && a.stage < last) && !(input_grad && a.stage > 0)) continue;
+      const Transfer t = transfer_of(
+          layout, rank, {a.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, a.microbatch});
+      if (t.receiver != rank)
+        receives.insert({t.receiver, t.receive.stage, t.receive.kind, a.microbatch});
     }
   }
   for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
