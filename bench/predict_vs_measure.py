@@ -5,7 +5,7 @@ and measured, with the errors and, where a target is missed (step time within 10
 5 points), the action kinds that explain the gap. Also writes a microbatch sweep of the
 quickstart (out/bench/sweep.csv, drawn by plots/sweep.py to out/bench/sweep.png).
 
-Usage: python3 bench/predict_vs_measure.py [path/to/dtwin] [steps]
+Usage: .venv/bin/python bench/predict_vs_measure.py [path/to/dtwin] [steps]
 """
 import csv
 import json
@@ -54,5 +54,5 @@ with open(sweep, "w", newline="") as f:
         writer.writerow(["quickstart 1F1B pp=3", 3, m, c["step_time"]["predicted_s"],
                          c["step_time"]["measured_s"], c["bubble"]["predicted_fraction"],
                          c["bubble"]["measured_fraction"]])
-subprocess.run(["/usr/bin/python3", "plots/sweep.py", sweep], check=True)
+subprocess.run([sys.executable, "plots/sweep.py", sweep], check=True)
 print(f"\nsweep: {sweep} and {OUT}/sweep.png")

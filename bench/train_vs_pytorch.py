@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Single-rank training step: `dtwin train` (LibTorch C++) against a plain PyTorch eager loop
 of the same LLaMA, batch and optimizer on this machine (Debian's python3-torch runs the same
 LibTorch). Prints a Markdown table for README and where dtwin's step time goes.

@@ -32,7 +32,7 @@ void add_profile_command(CLI::App& app, int& exit_code) {
   add_scenario_options(*cmd, options->scenario);
   cmd->add_option("-o,--output", options->output,
                   "Profile file (default: this machine's cache, .cache/profiles/)");
-  cmd->add_option("--data-dir", options->data_dir, "Folder of brown.txt and the tokenizer cache");
+  cmd->add_option("--data-dir", options->data_dir, "Folder of corpus.txt and the tokenizer cache");
   cmd->callback(
       [options, &exit_code] { exit_code = run_guarded([&] { return run_profile(*options); }); });
 }

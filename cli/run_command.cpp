@@ -39,13 +39,13 @@ std::vector<std::string> train_args(const RunOptions& options, const std::string
   return args;
 }
 
-// Draws OUT/timeline.png and OUT/loss.png with plots/ (Debian's python3 and matplotlib).
+// Draws OUT/timeline.png and OUT/loss.png with plots/ (the project's Python and matplotlib).
 bool plot(const std::string& dir) {
   std::cout << std::flush;
   bool ok = true;
   for (const char* script : {"timeline.py", "loss.py"}) {
     const std::string command =
-        std::string("/usr/bin/python3 ") + DTWIN_SOURCE_DIR + "/plots/" + script + " '" + dir + "'";
+        std::string(DTWIN_PYTHON) + " " + DTWIN_SOURCE_DIR + "/plots/" + script + " '" + dir + "'";
     if (std::system(command.c_str()) != 0) {
       std::fprintf(stderr, "warning: %s failed\n", command.c_str());
       ok = false;
@@ -107,7 +107,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       "run", "Main job: profile, simulate, train, compare and plot one scenario");
   add_scenario_options(*cmd, options->scenario);
   cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
-  cmd->add_option("--data-dir", options->data_dir, "Folder of brown.txt and the tokenizer cache");
+  cmd->add_option("--data-dir", options->data_dir, "Folder of corpus.txt and the tokenizer cache");
   cmd->add_flag("--reprofile", options->reprofile, "Measure the profile even if one is cached");
   cmd->callback(
       [options, &exit_code] { exit_code = run_guarded([&] { return run_main_job(*options); }); });

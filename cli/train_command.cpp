@@ -65,7 +65,7 @@ void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::str
   add_scenario_options(*cmd, options->scenario);
   cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
   cmd->add_option("--data-dir", options->data_dir,
-                  "Folder of brown.txt (scripts/fetch_data.sh) and the tokenizer cache");
+                  "Folder of corpus.txt (scripts/fetch_data.sh) and the tokenizer cache");
   cmd->add_flag("--resume", options->resume, "Continue from the latest checkpoint in the output");
   cmd->add_flag("--digests", options->digests,
                 "Write per-step parameter digests of every rank to OUT/digests.csv");

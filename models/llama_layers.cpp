@@ -1,10 +1,6 @@
 #include "models/llama_layers.hpp"
 
 #include <torch/torch.h>
-#include <torch/version.h>
-
-#include <cmath>
-#include <limits>
 
 namespace dtwin::nn {
 
@@ -52,19 +48,8 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v) {
-#if TORCH_VERSION_MAJOR >= 2
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
                                           /*is_causal=*/true);
-#else
-  const std::int64_t s = q.size(-2);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;  // [b, h, s, s]
-  const torch::Tensor future =
-      torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-  const torch::Tensor masked = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-  const torch::Tensor probs = torch::softmax(masked, -1, torch::kFloat32).to(q.scalar_type());
-  return torch::matmul(probs, v);
-#endif
 }
 
 AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,

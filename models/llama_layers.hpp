@@ -58,8 +58,9 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
                            const torch::Tensor& sin);
 
 /// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q, k, v [b, h, s, hd] -> [b, h, s, hd]; position i
-/// attends to positions 0..i. LibTorch 2.x: at::scaled_dot_product_attention(is_causal); 1.x:
-/// matmul, -inf above the diagonal, softmax (in fp32), matmul.
+/// attends to positions 0..i (Vaswani et al. 2017, eq. 1). Computed by
+/// at::scaled_dot_product_attention with is_causal, which picks a fused kernel (flash or
+/// memory-efficient attention on CUDA, a blocked kernel on CPU).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v);
 

@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Loss curve and throughput of a `dtwin train` run.
 
 Usage:
-    /usr/bin/python3 plots/loss.py OUT [--vocab V] [-o PNG] [-v]
+    .venv/bin/python plots/loss.py OUT [--vocab V] [-o PNG] [-v]
 
 Reads OUT/loss.csv (columns step, loss, tokens_per_s, seconds; `seconds` is optional here) and
 draws two panels on one step axis:

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Bubble fraction and step time against the number of microbatches, predicted against
 measured.
 
 Usage:
-    /usr/bin/python3 plots/sweep.py CSV [-o PNG] [-v]
+    .venv/bin/python plots/sweep.py CSV [-o PNG] [-v]
 
 CSV format: a header row, then one row per microbatch count (and per series):
 

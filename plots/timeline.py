@@ -1,8 +1,8 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Predicted against measured timeline of one training step, as two Gantt charts.
 
 Usage:
-    /usr/bin/python3 plots/timeline.py OUT [--step N] [-o PNG] [-v]
+    .venv/bin/python plots/timeline.py OUT [--step N] [-o PNG] [-v]
 
 OUT is a dtwin output folder (for example out/quickstart) holding predicted.trace.json
 (`dtwin simulate`) and/or measured.trace.json (`dtwin train`). The figure is saved as

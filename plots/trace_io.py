@@ -240,7 +240,7 @@ def import_pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError(f"{sys.executable}: matplotlib is not installed for this interpreter; "
-                         "run the script with /usr/bin/python3 (Debian python3-matplotlib)") from None
+                         "run it with the project's .venv/bin/python (scripts/install-deps.sh)") from None
     return plt
 
 

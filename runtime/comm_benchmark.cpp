@@ -1,21 +1,16 @@
 #include "runtime/comm_benchmark.hpp"
 
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <thread>
 
 #include "runtime/clock.hpp"
+#include "runtime/process_groups.hpp"
 
 namespace dtwin::rt {
 namespace {
-
-using std::chrono::milliseconds;
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -24,31 +19,20 @@ double median(std::vector<double> values) {
 
 // Runs body(rank, group) on `ranks` threads, each a Gloo rank of one group.
 void with_group(int ranks, const std::string& name,
-                const std::function<void(int, c10d::ProcessGroup&)>& body) {
-  c10d::TCPStoreOptions options;
-  options.port = 0;
-  options.isServer = true;
-  options.waitWorkers = false;
-  options.timeout = milliseconds(60000);
-  auto server = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", options);
+                const std::function<void(int, c10d::Backend&)>& body) {
+  constexpr double kTimeout = 60;  // s
+  auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank)
     threads.emplace_back([&, rank] {
-      c10d::TCPStoreOptions client = options;
-      client.isServer = false;
-      client.port = server->getPort();
-      auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", client);
-      auto gloo = c10d::ProcessGroupGloo::Options::create(milliseconds(60000));
-      gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-      c10d::ProcessGroupGloo group(c10::make_intrusive<c10d::PrefixStore>(name, store), rank, ranks,
-                                   gloo);
-      body(rank, group);
+      auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
+      body(rank, *make_group("gloo", store, name, rank, ranks, kTimeout));
     });
   for (std::thread& t : threads) t.join();
 }
 
 // Median one-way seconds of a ping-pong of `bytes` between ranks 0 and 1.
-double one_way_seconds(c10d::ProcessGroup& group, int rank, double bytes, int repeats) {
+double one_way_seconds(c10d::Backend& group, int rank, double bytes, int repeats) {
   std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
   std::vector<double> times;
   for (int i = -2; i < repeats; ++i) {
@@ -69,7 +53,7 @@ double one_way_seconds(c10d::ProcessGroup& group, int rank, double bytes, int re
 
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
                            const std::vector<double>& allreduce_bytes, int repeats) {
-  with_group(2, "p2p", [&](int rank, c10d::ProcessGroup& group) {
+  with_group(2, "p2p", [&](int rank, c10d::Backend& group) {
     const double latency = one_way_seconds(group, rank, 4, repeats);
     const double large = one_way_seconds(group, rank, message_bytes, repeats);
     if (rank == 0) {
@@ -80,7 +64,7 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
   profile.allreduce.clear();
   profile.allreduce_ranks = allreduce_ranks >= 2 ? allreduce_ranks : 0;
   if (allreduce_ranks < 2) return;
-  with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::ProcessGroup& group) {
+  with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::Backend& group) {
     for (double bytes : allreduce_bytes) {
       std::vector<torch::Tensor> buffer{torch::ones({std::max<int64_t>(1, bytes / 4)})};
       std::vector<double> times;

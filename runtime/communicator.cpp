@@ -1,13 +1,10 @@
 #include "runtime/communicator.hpp"
 
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <chrono>
 #include <string>
 
 #include "runtime/clock.hpp"
+#include "runtime/process_groups.hpp"
 #include "runtime/rank_lost.hpp"
 
 namespace dtwin::rt {
@@ -31,32 +28,14 @@ std::string text(const std::vector<uint8_t>& data) {
   return {data.begin(), data.end()};
 }
 
-c10::intrusive_ptr<c10d::Store> connect(const RankEnv& env, bool server, double timeout_s) {
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<std::uint16_t>(env.master_port);
-  options.isServer = server;
-  options.waitWorkers = false;
-  options.timeout = milliseconds(static_cast<long>(timeout_s * 1000));
-  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
-}
-
-c10::intrusive_ptr<c10d::ProcessGroup> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                  const std::string& name, int rank, int size,
-                                                  double timeout_s) {
-  auto options =
-      c10d::ProcessGroupGloo::Options::create(milliseconds(static_cast<long>(timeout_s * 1000)));
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(
-      c10::make_intrusive<c10d::PrefixStore>(name, store), rank, size, options);
-}
-
 }  // namespace
 
-Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, double timeout_s)
+Communicator::Communicator(const RankEnv& env, const sched::Layout& layout,
+                           const std::string& backend, double timeout_s)
     : rank_(env.rank), world_size_(env.world_size) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
-  store_ = connect(env, server, timeout_s);
-  heartbeat_store_ = connect(env, false, timeout_s);
+  store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
+  heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
   if (env.rank == 0) store_->set("origin", bytes(std::to_string(wall_seconds())));
   origin_ = std::stod(text(store_->get("origin")));
   beat();
@@ -66,12 +45,12 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, doub
       beat();
     }
   });
-  world_ = gloo_group(store_, "world", env.rank, env.world_size, timeout_s);
+  world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s);
   const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
-  pipeline_ =
-      gloo_group(store_, "pipeline/" + std::to_string(replica), stage_rank, layout.pp, timeout_s);
-  data_parallel_ =
-      gloo_group(store_, "dp/" + std::to_string(stage_rank), replica, layout.dp, timeout_s);
+  pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,
+                         layout.pp, timeout_s);
+  data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank), replica,
+                              layout.dp, timeout_s);
 }
 
 Communicator::~Communicator() {

@@ -1,8 +1,9 @@
-// Rendezvous and process groups of one rank: c10d's TCPStore and ProcessGroupGloo, one group
-// per pipeline and one per data-parallel group, plus heartbeats that name a lost rank.
+// Rendezvous and process groups of one rank: c10d's TCPStore and one c10d backend (Gloo or
+// NCCL) for the world, one per pipeline and one per data-parallel group, plus heartbeats that
+// name a lost rank.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <atomic>
@@ -20,17 +21,19 @@ class Communicator {
   /// does), agrees on the run's clock origin, and creates the world group, this rank's pipeline
   /// group (members:
   /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
-  /// pipeline rank, indexed by replica). Every wait gives up after `timeout_s` seconds.
-  Communicator(const RankEnv& env, const sched::Layout& layout, double timeout_s);
+  /// pipeline rank, indexed by replica), all on `backend` (runtime.backend, see make_group).
+  /// Every wait gives up after `timeout_s` seconds.
+  Communicator(const RankEnv& env, const sched::Layout& layout, const std::string& backend,
+               double timeout_s);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
   int rank() const { return rank_; }
   double origin() const { return origin_; }
-  c10d::ProcessGroup& world() { return *world_; }
-  c10d::ProcessGroup& pipeline() { return *pipeline_; }
-  c10d::ProcessGroup& data_parallel() { return *data_parallel_; }
+  c10d::Backend& world() { return *world_; }
+  c10d::Backend& pipeline() { return *pipeline_; }
+  c10d::Backend& data_parallel() { return *data_parallel_; }
   c10d::Store& store() { return *store_; }
 
   /// The ranks among `candidates` whose heartbeat stopped (no beat for 2 s), waiting up to 3 s
@@ -66,9 +69,9 @@ class Communicator {
   double origin_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> world_;
-  c10::intrusive_ptr<c10d::ProcessGroup> pipeline_;
-  c10::intrusive_ptr<c10d::ProcessGroup> data_parallel_;
+  c10::intrusive_ptr<c10d::Backend> world_;
+  c10::intrusive_ptr<c10d::Backend> pipeline_;
+  c10::intrusive_ptr<c10d::Backend> data_parallel_;
   std::atomic<bool> stop_{false};
   std::thread heartbeat_;
 };

@@ -1,4 +1,4 @@
-# dtwin_data: the Brown corpus, its SentencePiece tokenizer and the token batches each rank reads
+# dtwin_data: the corpus (the King James Bible), its SentencePiece tokenizer and the token batches each rank reads
 # (runtime/data/). Included from runtime/CMakeLists.txt.
 #
 # SentencePiece sits in its own module, libdtwin_spm.so, which dtwin_data dlopen()s with

@@ -42,7 +42,7 @@ void Executor::dp_sync(const sched::Action& a) {
   const double start = clock_.now();
   flat[numel + replica] = start;
 
-  c10d::ProcessGroup& group = comm_.data_parallel();
+  c10d::Backend& group = comm_.data_parallel();
   if (layout.dp_sync == sched::DpSync::GatherScatter) {
     std::vector<std::vector<torch::Tensor>> gathered;
     if (replica == 0) {

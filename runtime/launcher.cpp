@@ -4,7 +4,6 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "runtime/clock.hpp"
+#include "runtime/process_groups.hpp"
 
 extern char** environ;
 
@@ -50,13 +50,8 @@ std::string describe(int status) {
 }  // namespace
 
 int launch_local(const std::vector<std::string>& args, int world_size, double timeout_s) {
-  c10d::TCPStoreOptions options;
-  options.port = 0;  // the store binds a free port
-  options.isServer = true;
-  options.waitWorkers = false;
-  options.timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
-  c10d::TCPStore store("127.0.0.1", options);
-  const int port = store.getPort();
+  const auto store = tcp_store("127.0.0.1", 0, true, timeout_s);  // binds a free port
+  const int port = store->getPort();
 
   std::map<pid_t, int> running;  // pid -> rank
   for (int rank = 0; rank < world_size; ++rank)

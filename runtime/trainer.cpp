@@ -1,7 +1,5 @@
 #include "runtime/trainer.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +11,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/measured_summary.hpp"
+#include "runtime/peak_memory.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
@@ -20,12 +19,6 @@ namespace {
 
 std::vector<uint8_t> bytes(const std::string& text) {
   return {text.begin(), text.end()};
-}
-
-double peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss * 1024.0;
 }
 
 // Mean loss of the step over every replica's microbatches, summed over all ranks (only the
@@ -96,7 +89,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const CostModel cost(scenario);
   std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, env.rank);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
-  Communicator comm(env, layout, scenario.runtime.timeout_s);
+  Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s);
   const RunClock clock(comm.origin());
 
   int64_t first_step = 0;
@@ -132,7 +125,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   }
 
   // Rank 0 gathers every rank's events and peak memory through the store.
-  nlohmann::json mine = {{"peak_memory_bytes", peak_rss_bytes()},
+  nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
                          {"trace", nlohmann::json::parse(sched::to_chrome_trace(events, 0))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0)

@@ -12,7 +12,7 @@ namespace dtwin::rt {
 
 struct TrainOptions {
   std::string output_dir;         ///< measured.*, loss.csv and checkpoints/ go here
-  std::string data_dir = "data";  ///< brown.txt and the cached tokenizer and tokens
+  std::string data_dir = "data";  ///< corpus.txt and the cached tokenizer and tokens
   bool resume = false;            ///< continue from the latest complete checkpoint in output_dir
   /// Append "step,rank,stage,digest" rows to OUT/digests.csv after every step: the digest is
   /// the exact sum and sum of squares of the stage's parameters (hex doubles), so replicas and

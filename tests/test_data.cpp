@@ -1,5 +1,5 @@
-// The data pipeline: data/brown.txt (scripts/fetch_data.sh), the SentencePiece tokenizer and the
-// batches each rank reads. Without data/brown.txt every test fails and says how to fetch it.
+// The data pipeline: data/corpus.txt (scripts/fetch_data.sh), the SentencePiece tokenizer and the
+// batches each rank reads. Without data/corpus.txt every test fails and says how to fetch it.
 // LibTorch first: it pulls in glog, whose CHECK macro must not replace Catch's.
 #include <torch/torch.h>
 #include <unistd.h>
@@ -32,8 +32,9 @@ constexpr int kSeqLen = 64;
 /// The data folder, or a failed test that says how to fill it.
 std::string data_dir() {
   const std::string dir = DTWIN_DATA_DIR;
-  if (!fs::is_regular_file(fs::path(dir) / "brown.txt")) {
-    FAIL(dir << "/brown.txt is missing: run scripts/fetch_data.sh to download the Brown corpus");
+  if (!fs::is_regular_file(fs::path(dir) / "corpus.txt")) {
+    FAIL(dir << "/corpus.txt is missing: run scripts/fetch_data.sh to write the King James Bible "
+                "corpus");
   }
   return dir;
 }
@@ -93,49 +94,30 @@ struct TempDir {
 
 }  // namespace
 
-TEST_CASE("brown.txt is plain text of the whole Brown corpus", "[data]") {
-  const std::string text = read_file(fs::path(data_dir()) / "brown.txt");
-  std::istringstream lines(text);
-  std::string line;
-  REQUIRE(std::getline(lines, line));
-  CHECK(line ==
-        "The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary "
-        "election produced \" no evidence \" that any irregularities took place .");
-
-  // Tags the corpus uses most; none may survive as a /tag suffix.
-  const std::set<std::string> tags = {
-      "at",  "nn",    "nns",   "np",    "in",  "jj",   "vb",      "vbd", "vbn", "vbg",
-      "vbz", "cc",    "cs",    "rb",    "dt",  "pps",  "ppo",     "to",  "md",  "cd",
-      "ap",  "wdt",   "be",    "bez",   "hv",  "ppss", ".",       ",",   "``",  "''",
-      ":",   "nn-tl", "np-tl", "jj-tl", "np$", "nn$",  "ppss+ber"};
-  int64_t n_lines = 0, n_words = 0, tagged = 0, sampled = 0;
-  lines.clear();
-  lines.seekg(0);
-  while (std::getline(lines, line)) {
-    ++n_lines;
-    CHECK_FALSE(line.empty());
-    std::istringstream words(line);
-    std::string word;
-    while (words >> word) {
-      ++n_words;
-      const auto slash = word.rfind('/');
-      if (slash != std::string::npos && tags.count(word.substr(slash + 1))) {
-        if (tagged++ < 5) UNSCOPED_INFO("tagged token '" << word << "' in line " << n_lines);
-      }
-      if (word.find("``") != std::string::npos || word.find("''") != std::string::npos) ++tagged;
-    }
-    if (n_lines % 1000 == 0) {  // sample lines: single spaces, no tabs
-      ++sampled;
-      CHECK(line.find("  ") == std::string::npos);
-      CHECK(line.find('\t') == std::string::npos);
-      CHECK(line.front() != ' ');
-      CHECK(line.back() != ' ');
-    }
+TEST_CASE("corpus.txt is the whole King James Bible as plain text, one verse per line", "[data]") {
+  std::istringstream text(read_file(fs::path(data_dir()) / "corpus.txt"));
+  std::vector<std::string> verses;
+  for (std::string line; std::getline(text, line);) verses.push_back(line);
+  REQUIRE(verses.size() == 31102);  // the verses of the King James Version
+  CHECK(verses.front() == "In the beginning God created the heaven and the earth.");
+  CHECK(verses.back() == "The grace of our Lord Jesus Christ be with you all. Amen.");
+  int64_t words = 0;
+  for (size_t i = 0; i < verses.size(); ++i) {
+    const std::string& v = verses[i];
+    INFO("line " << i + 1 << ": '" << v << "'");
+    REQUIRE_FALSE(v.empty());
+    // No verse numbers in front, no chapter headings ("Genesis 1", "1 Kings 3") behind.
+    CHECK_FALSE(std::isdigit(static_cast<unsigned char>(v.front())));
+    CHECK_FALSE(std::isdigit(static_cast<unsigned char>(v.back())));
+    // Single spaces, printable ASCII only.
+    CHECK(v.find("  ") == std::string::npos);
+    CHECK(v.front() != ' ');
+    CHECK(std::all_of(v.begin(), v.end(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; }));
+    std::istringstream in(v);
+    words +=
+        std::distance(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>());
   }
-  CHECK(tagged == 0);
-  CHECK(sampled > 50);
-  CHECK(n_lines > 50000);
-  CHECK(n_words > 900000);
+  CHECK(words == 789634);
 }
 
 TEST_CASE("ensure_tokenizer trains a model of the requested vocabulary once", "[data]") {
@@ -158,7 +140,7 @@ TEST_CASE("ensure_tokenizer trains a model of the requested vocabulary once", "[
 TEST_CASE("training is deterministic and safe when ranks race for it", "[data]") {
   const std::string reference = dtwin::rt::ensure_tokenizer(data_dir(), kVocab);
   TempDir tmp;
-  fs::copy_file(fs::path(data_dir()) / "brown.txt", tmp.path / "brown.txt");
+  fs::copy_file(fs::path(data_dir()) / "corpus.txt", tmp.path / "corpus.txt");
   // Two "ranks" at once: one trains under the lock, the other waits and reuses the model.
   std::string paths[2];
   std::string errors[2];
@@ -194,8 +176,7 @@ TEST_CASE("missing corpus: a clear error that names scripts/fetch_data.sh", "[da
 TEST_CASE("encode and decode round-trip", "[data]") {
   const TokenDataset& ds = dataset();
   const std::string sentence =
-      "The jury said it did find that many of Georgia's registration and election laws \" are "
-      "outmoded or inadequate and often ambiguous \" .";
+      "And God said, Let there be light: and there was light. Zerubbabel's 7 qubits?";
   const std::vector<int> ids = ds.encode(sentence);
   CHECK(ids.size() > 10);
   CHECK(ids.size() < sentence.size());

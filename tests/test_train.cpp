@@ -1,5 +1,5 @@
-// `dtwin train` end to end: real processes, Gloo over loopback sockets, the Brown corpus and
-// its SentencePiece tokenizer (scripts/fetch_data.sh must have run). Sizes are shrunk, the
+// `dtwin train` end to end: real processes, Gloo over loopback sockets, the King James Bible corpus
+// and its SentencePiece tokenizer (scripts/fetch_data.sh must have run). Sizes are shrunk, the
 // mechanism is not.
 #include <signal.h>
 #include <sys/wait.h>
@@ -142,7 +142,8 @@ TEST_CASE("resume from a checkpoint reproduces the uninterrupted run exactly") {
   CHECK(losses(dir) == full);
 }
 
-TEST_CASE("the quickstart scenario trains on the Brown corpus: loss falls well below ln(vocab)") {
+TEST_CASE(
+    "the quickstart scenario trains on the King James Bible: loss falls well below ln(vocab)") {
   const std::string dir = "train-quickstart";
   std::filesystem::remove_all(dir);
   const auto result = run_dtwin("train " + kQuickstart + " --data-dir " + kDataDir + " -o " + dir);

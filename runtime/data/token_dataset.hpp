@@ -1,5 +1,5 @@
-// The Brown corpus as a stream of tokens, cut into the training and validation sequences that
-// each rank reads (see TokenDataset::batch).
+// The corpus (the King James Bible) as a stream of tokens, cut into the training and validation
+// sequences that each rank reads (see TokenDataset::batch).
 #pragma once
 
 #include <torch/torch.h>
@@ -24,14 +24,14 @@ struct Batch {
   torch::Tensor targets;
 };
 
-/// data_dir/brown.txt encoded with ensure_tokenizer(data_dir, vocab_size): every line's ids
+/// data_dir/corpus.txt encoded with ensure_tokenizer(data_dir, vocab_size): every line's ids
 /// followed by </s> (id 2), concatenated into one stream (cached in data_dir/tokens-<vocab>.bin).
 /// The first 95% of the stream is the training split, the last 5% the validation split; each
 /// split is cut into non-overlapping sequences of seq_len + 1 tokens (the remainder is dropped).
 /// All methods are const and safe to call from several threads.
 class TokenDataset {
  public:
-  /// Throws std::runtime_error when brown.txt is missing (run scripts/fetch_data.sh), when
+  /// Throws std::runtime_error when corpus.txt is missing (run scripts/fetch_data.sh), when
   /// vocab_size or seq_len is invalid, or when the training split holds no whole sequence.
   TokenDataset(const std::string& data_dir, int vocab_size, int seq_len);
   ~TokenDataset();

@@ -69,11 +69,11 @@ const SpmApi& spm() {
 }  // namespace
 
 std::string corpus_path(const std::string& data_dir) {
-  const fs::path corpus = fs::path(data_dir) / "brown.txt";
+  const fs::path corpus = fs::path(data_dir) / "corpus.txt";
   if (!fs::is_regular_file(corpus)) {
     throw std::runtime_error("corpus " + corpus.string() +
                              " is missing: run scripts/fetch_data.sh " + data_dir +
-                             " to download the Brown corpus");
+                             " to write the King James Bible corpus");
   }
   return corpus.string();
 }

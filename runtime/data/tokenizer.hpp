@@ -1,5 +1,5 @@
-// The SentencePiece BPE tokenizer that dtwin trains on the Brown corpus (data/brown.txt, written
-// by scripts/fetch_data.sh).
+// The SentencePiece BPE tokenizer that dtwin trains on the King James Bible (data/corpus.txt,
+// written by scripts/fetch_data.sh).
 #pragma once
 
 #include <cstdint>
@@ -8,18 +8,18 @@
 
 namespace dtwin::rt {
 
-/// Path of the corpus in `data_dir`, data_dir/brown.txt. Throws std::runtime_error, naming
+/// Path of the corpus in `data_dir`, data_dir/corpus.txt. Throws std::runtime_error, naming
 /// scripts/fetch_data.sh, when it is missing.
 std::string corpus_path(const std::string& data_dir);
 
 /// Returns the path of data_dir/tokenizer-<vocab_size>.model, a SentencePiece BPE model of exactly
-/// `vocab_size` pieces trained on data_dir/brown.txt, and trains it first when it is missing or
+/// `vocab_size` pieces trained on data_dir/corpus.txt, and trains it first when it is missing or
 /// older than the corpus. Training is deterministic (same corpus and vocab_size, same model):
 /// every sentence in file order, one thread, a fixed seed; byte fallback, full character
 /// coverage, identity normalization; ids 0 <unk>, 1 <s>, 2 </s>, no padding piece.
 /// Ranks that call it at once are safe: one trains under a lock file while the others wait,
 /// and the model appears by an atomic rename.
-/// Throws std::runtime_error when brown.txt is missing (run scripts/fetch_data.sh) or training
+/// Throws std::runtime_error when corpus.txt is missing (run scripts/fetch_data.sh) or training
 /// fails (e.g. a vocab_size too small for the 256 byte pieces and the corpus' characters).
 std::string ensure_tokenizer(const std::string& data_dir, int vocab_size);
 

@@ -1,0 +1,52 @@
+#include "runtime/process_groups.hpp"
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include <chrono>
+#include <stdexcept>
+
+#if DTWIN_HAVE_CUDA
+#include "runtime/cuda/nccl_group.hpp"
+#endif
+
+namespace dtwin::rt {
+namespace {
+
+std::chrono::milliseconds milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
+                                             double timeout_s) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = server;
+  options.waitWorkers = false;
+  options.timeout = milliseconds(timeout_s);
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
+}
+
+c10::intrusive_ptr<c10d::Backend> make_group(const std::string& backend,
+                                             const c10::intrusive_ptr<c10d::Store>& store,
+                                             const std::string& name, int rank, int size,
+                                             double timeout_s) {
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
+  if (backend == "gloo") {
+    auto options = c10d::ProcessGroupGloo::Options::create(milliseconds(timeout_s));
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
+  }
+  if (backend == "nccl") {
+#if DTWIN_HAVE_CUDA
+    return cuda::nccl_group(prefixed, rank, size, timeout_s);
+#else
+    throw std::invalid_argument("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
+#endif
+  }
+  throw std::invalid_argument("runtime.backend: expected gloo or nccl, got '" + backend + "'");
+}
+
+}  // namespace dtwin::rt

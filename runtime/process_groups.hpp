@@ -1,0 +1,29 @@
+// Rendezvous stores and process groups, the one place that builds them: c10d's TCPStore and a
+// c10d backend per group (ProcessGroupGloo; ProcessGroupNCCL in CUDA builds).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <string>
+
+namespace dtwin::rt {
+
+/// A TCPStore at host:port: the server when `server` (port 0 binds a free port, read it back
+/// with getPort()), else a client that connects to it. Every wait gives up after `timeout_s`
+/// seconds. Throws c10::Error (a c10d::DistStoreError) when no server answers in that time.
+c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
+                                             double timeout_s);
+
+/// The process group `name` of `size` ranks, this one being `rank`, rendezvousing through the
+/// keys under "name/" in `store`. `backend` is runtime.backend: "gloo" (CPU tensors, and CUDA
+/// tensors in CUDA builds, over TCP on the loopback interface) or "nccl" (CUDA tensors; only in
+/// builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
+/// seconds. Blocks until all `size` ranks joined; throws std::invalid_argument for another
+/// backend name or nccl in a CPU-only build, and c10::Error when the rendezvous fails.
+c10::intrusive_ptr<c10d::Backend> make_group(const std::string& backend,
+                                             const c10::intrusive_ptr<c10d::Store>& store,
+                                             const std::string& name, int rank, int size,
+                                             double timeout_s);
+
+}  // namespace dtwin::rt
