@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Single-rank training step: `dtwin train` (LibTorch C++) against a plain PyTorch eager loop
-of the same LLaMA, batch and optimizer on this machine (Debian's python3-torch runs the same
-LibTorch). Prints a Markdown table for README and where dtwin's step time goes.
+of the same LLaMA, batch and optimizer on this machine. The project's .venv runs the PyTorch
+whose LibTorch dtwin is built against, so both execute the same ATen kernels. PyTorch runs with
+each intra-op thread count from 1 to the core count, each in a fresh interpreter; the best is
+the reference. Prints a Markdown table for README and where dtwin's step time goes.
 
-Usage: /usr/bin/python3 bench/train_vs_pytorch.py [path/to/dtwin] [steps]
+Usage: .venv/bin/python bench/train_vs_pytorch.py [path/to/dtwin] [steps]
 """
 import json
-import math
 import os
 import subprocess
 import sys
@@ -39,14 +40,13 @@ class Block(torch.nn.Module):
     def norm(x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
 
-    def forward(self, x, cos, sin, mask):
+    def forward(self, x, cos, sin):
         b, s, _ = x.shape
         heads = lambda t: t.view(b, s, H, D // H).transpose(1, 2)
         rot = lambda t: t * cos + torch.cat((-t[..., D // H // 2:], t[..., : D // H // 2]), -1) * sin
         h = self.norm(x, self.attn_norm)
         q, k, v = rot(heads(self.wq(h))), rot(heads(self.wk(h))), heads(self.wv(h))
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(D // H)
-        att = torch.softmax(scores.masked_fill(mask, float("-inf")), -1) @ v
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.wo(att.transpose(1, 2).reshape(b, s, D))
         h = self.norm(x, self.mlp_norm)
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
@@ -63,12 +63,11 @@ class Llama(torch.nn.Module):
         ang = torch.outer(torch.arange(S).float(), inv)
         full = torch.cat((ang, ang), -1)
         self.cos, self.sin = full.cos(), full.sin()
-        self.mask = torch.ones(S, S, dtype=torch.bool).triu(1)
 
     def forward(self, ids, targets):
         x = self.embed(ids)
         for layer in self.layers:
-            x = layer(x, self.cos, self.sin, self.mask)
+            x = layer(x, self.cos, self.sin)
         logits = self.head(Block.norm(x, self.norm))
         return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
@@ -91,11 +90,10 @@ def pytorch_step_times(threads):
     return times[1:]
 
 
-def pytorch_median(threads, blas_threads):
-    """Median step seconds of the eager loop in a fresh interpreter (OpenBLAS reads its thread
-    count when torch is imported)."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas_threads)) if blas_threads else None
-    out = subprocess.run([sys.executable, __file__, "--pytorch", str(threads)], env=env,
+def pytorch_median(threads):
+    """Median step seconds of the eager loop with `threads` intra-op threads, in a fresh
+    interpreter."""
+    out = subprocess.run([sys.executable, __file__, "--pytorch", str(threads)],
                          check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -122,16 +120,14 @@ if len(sys.argv) > 2 and sys.argv[1] == "--pytorch":
     print(sorted(times)[len(times) // 2])
     sys.exit(0)
 
-configs = [(THREADS, 0, "default OpenBLAS threads"), (THREADS, 1, "OpenBLAS 1 thread"),
-           (1, 1, "OpenBLAS 1 thread")]
-torch_steps = [(threads, label, pytorch_median(threads, blas)) for threads, blas, label in configs]
+torch_steps = [(threads, pytorch_median(threads)) for threads in range(THREADS, 0, -1)]
 dtwin_step, per_kind = dtwin_run()
-best = min(step for _, _, step in torch_steps)
+best = min(step for _, step in torch_steps)
 tokens = M * B * S
 print("| implementation | step s | tokens/s |")
 print("|---|---|---|")
-for threads, label, step in torch_steps:
-    print(f"| PyTorch {torch.__version__} eager, {threads} intra-op threads, {label} "
+for threads, step in torch_steps:
+    print(f"| PyTorch {torch.__version__} eager, {threads} intra-op threads "
           f"(median of {STEPS - 1}) | {step:.3f} | {tokens / step:.0f} |")
 print(f"| dtwin train, 1 rank, runtime.threads auto = {THREADS} (median of {STEPS - 1}) "
       f"| {dtwin_step:.3f} | {tokens / dtwin_step:.0f} |")

@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# Configures and builds dtwin into build/ (Release). Usage: scripts/build.sh [extra cmake args]
+# Configures and builds dtwin (Release) into $BUILD_DIR (default build/).
+# Usage: [BUILD_DIR=dir] scripts/build.sh [cmake configure args] [--target T ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build build -j "$(nproc)"
+build_dir="${BUILD_DIR:-build}"
+configure=() targets=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--target" ]; then
+    targets+=(--target "$2")
+    shift 2
+  else
+    configure+=("$1")
+    shift
+  fi
+done
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${configure[@]}"
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
