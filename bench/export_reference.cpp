@@ -72,14 +72,12 @@ int main(int argc, char** argv) {
     out.insert("stage_first_layer", torch::tensor(first_layers, torch::kLong));
     out.insert("stage_num_layers", torch::tensor(num_layers, torch::kLong));
 
-    const dtwin::rt::TokenDataset data(data_dir, scenario.model.vocab_size,
-                                       scenario.model.seq_len);
+    const dtwin::rt::TokenDataset data(data_dir, scenario.model.vocab_size, scenario.model.seq_len);
     std::vector<torch::Tensor> inputs, targets;
     for (int64_t step = 0; step < steps; ++step) {
       for (int j = 0; j < layout.microbatches; ++j) {
-        const dtwin::rt::Batch batch =
-            data.batch(step, 0, j, layout.dp, layout.microbatches, layout.micro_batch_size,
-                       scenario.training.seed);
+        const dtwin::rt::Batch batch = data.batch(step, 0, j, layout.dp, layout.microbatches,
+                                                  layout.micro_batch_size, scenario.training.seed);
         inputs.push_back(batch.inputs);
         targets.push_back(batch.targets);
       }
@@ -93,6 +91,9 @@ int main(int argc, char** argv) {
     std::ofstream file(output, std::ios::binary);
     file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!file) throw std::runtime_error(output + ": cannot write");
+  } catch (const dtwin::ConfigError& e) {  // bad scenario or --set: file:line:col: key: ...
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

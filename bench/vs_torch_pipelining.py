@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from datetime import timedelta
 
 import torch
@@ -228,15 +229,18 @@ def record_compute(stage, log):
                                  stage.backward_weight_one_chunk)
 
     def forward_one_chunk(fwd_chunk_id, *args, **kwargs):
+        """Logs F, then runs the stage's forward."""
         log.append(f"{stage.stage_index}F{fwd_chunk_id}")
         return forward(fwd_chunk_id, *args, **kwargs)
 
     def backward_one_chunk(bwd_chunk_id, loss=None, full_backward=True, last_backward=False):
+        """Logs B (full backward) or I (input gradients only), then runs it."""
         log.append(f"{stage.stage_index}{'B' if full_backward else 'I'}{bwd_chunk_id}")
         return backward(bwd_chunk_id, loss=loss, full_backward=full_backward,
                         last_backward=last_backward)
 
     def backward_weight_one_chunk(bwd_chunk_id, last_backward=False):
+        """Logs W, then runs the deferred weight gradients."""
         log.append(f"{stage.stage_index}W{bwd_chunk_id}")
         return weight(bwd_chunk_id, last_backward=last_backward)
 
@@ -266,9 +270,12 @@ def worker(kind, ref_path, out_path):
         stages = [PipelineStage(m, s, num_stages, torch.device("cpu"))
                   for m, s in zip(models, stage_ids)]
         cls = getattr(schedules, kind["torch"])
-        # scale_grads=True divides the gradients by the microbatch count after the backward,
-        # as dtwin's backward of loss / microbatches does.
-        schedule = cls(stages[0] if kind["per_rank"] == 1 else stages, n_microbatches=microbatches,
+        # scale_grads=True divides the summed gradients by the microbatch count after the
+        # backward; dtwin back-propagates loss / microbatches instead. Equal in exact
+        # arithmetic and in fp32 for a power-of-two count; rounded differently otherwise (with
+        # 6 microbatches the step-2 losses differ by ~2e-6 relative).
+        multi = issubclass(cls, schedules.PipelineScheduleMulti)  # takes a list of stages
+        schedule = cls(stages if multi else stages[0], n_microbatches=microbatches,
                        loss_fn=cross_entropy, scale_grads=True)
         if rank == 0:
             result["order"] = {str(r): [str(a) if a is not None else None for a in actions]
@@ -302,6 +309,7 @@ def worker(kind, ref_path, out_path):
         result["reporter"] = last
         dist.destroy_process_group()
     except Exception as error:  # reported in the table, first line only
+        traceback.print_exc()
         message = str(error).strip().splitlines()
         result["error"] = f"{type(error).__name__}: {message[0] if message else ''}"
         result["error_time"] = time.time()
@@ -329,12 +337,13 @@ def export_reference(overrides, steps, path):
     subprocess.run(args, check=True)
 
 
-def dtwin_order(overrides):
-    """dtwin's compute-only schedule: a list of action strings per rank."""
+def dtwin_schedule(overrides):
+    """dtwin's compute-only schedule as JSON: "layout" (with "microbatches") and "ranks" (a
+    list of action strings per rank)."""
     args = [DTWIN, "schedule", SCENARIO, "--compute-only", "--format", "json"]
     for o in overrides:
         args += ["--set", o]
-    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["ranks"]
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
 
 
 def dtwin_train(overrides, steps, workdir):
@@ -352,33 +361,36 @@ def dtwin_train(overrides, steps, workdir):
 def torch_train(kind, ref_path, workdir):
     """Runs the torch pipeline on WORLD local processes; returns the per-rank result dicts."""
     port = free_port()
-    procs, outs = [], []
+    procs, outs, logs = [], [], []
     for rank in range(WORLD):
         out = os.path.join(workdir, f"torch-{rank}.json")
+        log = os.path.join(workdir, f"torch-{rank}.log")
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(WORLD),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", json.dumps(kind), ref_path, out], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        with open(log, "w") as stderr:
+            procs.append(subprocess.Popen(
+                [sys.executable, __file__, "--worker", json.dumps(kind), ref_path, out], env=env,
+                stdout=subprocess.DEVNULL, stderr=stderr))
         outs.append(out)
+        logs.append(log)
     deadline = time.time() + TIMEOUT_S
-    stderr = []
     for proc in procs:
         try:
-            stderr.append(proc.communicate(timeout=max(1, deadline - time.time()))[1])
+            proc.wait(timeout=max(1, deadline - time.time()))
         except subprocess.TimeoutExpired:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
-            stderr.append(proc.communicate()[1])
+                    p.wait()
     results = []
-    for rank, (out, err) in enumerate(zip(outs, stderr)):
+    for rank, (out, log) in enumerate(zip(outs, logs)):
         if os.path.exists(out):
             with open(out) as f:
                 results.append(json.load(f))
         else:
-            last = [line for line in err.strip().splitlines() if line.strip()]
-            results.append({"rank": rank, "error": last[-1] if last else "no result",
+            with open(log) as f:
+                last = [line for line in f.read().splitlines() if line.strip()]
+            results.append({"rank": rank, "error": last[-1] if last else "no result (timed out?)",
                             "error_time": float("inf")})
     return results
 
@@ -416,7 +428,8 @@ def run_kind(kind, workdir):
     row = {"kind": kind}
     ref = os.path.join(workdir, "reference.pt")
     export_reference(kind["dtwin"], STEPS, ref)
-    row["dtwin_order"] = dtwin_order(kind["dtwin"])
+    dtwin = dtwin_schedule(kind["dtwin"])
+    row["dtwin_order"], row["microbatches"] = dtwin["ranks"], dtwin["layout"]["microbatches"]
     results = torch_train(kind, ref, workdir)
     order = next((r["order"] for r in results if "order" in r), None)
     row["order"] = compute_order(order) if order else None
@@ -432,47 +445,55 @@ def run_kind(kind, workdir):
     return row
 
 
-def main():
-    """Runs every kind, then prints the order comparison and the Markdown table."""
-    for path in (DTWIN, EXPORTER):
-        if not os.path.exists(path):
-            sys.exit(f"{path} is missing: run `cmake --build build -j2` first")
-    rows = []
-    for kind in KINDS:
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory() as workdir:
-            rows.append(run_kind(kind, workdir))
-        print(f"# {kind['name']}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+def bad_microbatches(order, microbatches):
+    """The actions of a compute order that name a microbatch outside [0, microbatches)."""
+    return [a for actions in order for a in actions
+            if int(ACTION.fullmatch(a).group(3)) >= microbatches]
 
-    print(f"torch {torch.__version__}, {WORLD} processes per run, 1 intra-op thread each, "
-          f"{STEPS} steps per run\n")
-    print("## (a) Per-rank compute order: torch pipeline_order vs `dtwin schedule --compute-only`\n")
-    print("`pipeline_order` is the schedule's IR; `executed` is the order of the compute calls "
-          "(forward_one_chunk, backward_one_chunk, backward_weight_one_chunk) each torch rank "
-          "really made in step 1. ScheduleGPipe and Schedule1F1B execute their own loop, not "
-          "pipeline_order.\n")
+
+def print_orders(rows):
+    """Section (a): each kind's torch orders (IR and executed) against dtwin's."""
+    print("## (a) Per-rank compute order: torch vs `dtwin schedule --compute-only`\n")
+    print("`pipeline_order` is the torch schedule's IR (None, communication and REDUCE_GRAD "
+          "entries dropped); `executed` is the order of the compute calls (forward_one_chunk, "
+          "backward_one_chunk, backward_weight_one_chunk) each torch rank really made in step 1. "
+          "ScheduleGPipe and Schedule1F1B run their own loop, not pipeline_order. Action names "
+          "are <stage><F|B|I|W><microbatch> on both sides (torch's FULL_BACKWARD is B).\n")
     for row in rows:
         kind = row["kind"]
         print(f"- {kind['name']} (dtwin --set {' --set '.join(kind['dtwin'])}; torch "
               f"{kind['torch']}, {kind['per_rank']} stage(s) per rank, {kind['placement']} "
-              "placement)")
-        for label in ("order", "executed"):
+              f"placement, {row['microbatches']} microbatches)")
+        for label, name in (("order", "pipeline_order"), ("executed", "executed")):
             theirs = row[label]
-            verdict = (first_difference(row["dtwin_order"], theirs) if theirs
-                       else f"none ({row.get('error', 'unknown error')})")
-            name = "pipeline_order" if label == "order" else "executed"
-            print(f"  - {name}: {verdict}")
-            for rank, (mine, other) in enumerate(zip(row["dtwin_order"], theirs or [])):
+            if not theirs:
+                print(f"  - {name}: none ({row.get('error', 'unknown error')})")
+                continue
+            print(f"  - {name}: {first_difference(row['dtwin_order'], theirs)}")
+            for rank, (mine, other) in enumerate(zip(row["dtwin_order"], theirs)):
                 if mine != other:
                     print(f"    - rank {rank} dtwin: {' '.join(mine)}")
                     print(f"    - rank {rank} torch: {' '.join(other)}")
-    print("\nScheduleInterleavedZeroBubble generates ZB1P (Qi et al. 2024) for any number of local "
-          "stages; with 1 stage per rank it is ZB-H1. ScheduleZBVZeroBubble requires exactly 2 "
-          "stages per rank placed in a V (rank r holds stages r and 2pp-1-r), which dtwin's "
-          "layouts (stage s on rank s mod pp) cannot express, so its order cannot equal dtwin's "
-          "zb-h1; its row in (b) compares it with dtwin's zb-h1 (same model and batches, "
-          "different schedule).\n")
+            bad = bad_microbatches(theirs, row["microbatches"])
+            if bad:
+                print(f"    - torch's {name} names microbatches that do not exist: "
+                      f"{' '.join(bad)}")
+    print("\nScheduleInterleavedZeroBubble generates ZB1P (Qi et al. 2024) for any number of "
+          "local stages; with 1 stage per rank it is ZB-H1. ScheduleZBVZeroBubble needs exactly "
+          "2 stages per rank placed in a V (rank r holds stages r and 2pp-1-r, here 6 stages of "
+          "1 layer), which dtwin's layouts (stage s on rank s mod pp) cannot express, so its "
+          "order cannot equal dtwin's zb-h1; its row in (b) sets it against dtwin's zb-h1 (same "
+          "model and batches, a different schedule).")
+    if any("not connected" in row.get("error", "") for row in rows):
+        print("On Gloo, ScheduleZBVZeroBubble fails before its first step: rank 2 holds the "
+              "adjacent stages 2 and 3, so PipelineStage's neighbour handshake "
+              "(_get_init_p2p_neighbors_ops) sends to its own rank, and Gloo has no pair to "
+              "itself ('Pair is not connected').")
+    print()
 
+
+def print_table(rows):
+    """Section (b): the Markdown table of step times and loss differences, then the losses."""
     print(f"## (b) Step time (median of steps 2..{STEPS}) and loss (steps 1..{LOSS_STEPS})\n")
     print("| schedule | torch schedule | dtwin step s | torch step s | dtwin / torch | "
           f"max rel. loss diff (steps 1-{LOSS_STEPS}) |")
@@ -489,12 +510,32 @@ def main():
                    zip(row["dtwin_losses"][:LOSS_STEPS], row["torch_losses"][:LOSS_STEPS]))
         print(f"| {kind['name']} | {kind['torch']} | {dtwin_s:.3f} | {torch_s:.3f} | "
               f"{dtwin_s / torch_s:.3f} | {diff:.2e} |")
-    print("\nPer-step losses (dtwin / torch):")
+    print("\nPer-step losses, dtwin / torch, and step seconds, dtwin / torch:")
     for row in rows:
-        if "error" not in row:
-            pairs = ", ".join(f"{a:.6f}/{b:.6f}" for a, b in
-                              zip(row["dtwin_losses"][:LOSS_STEPS], row["torch_losses"]))
-            print(f"- {row['kind']['name']}: {pairs}")
+        if "error" in row:
+            continue
+        losses = ", ".join(f"{a:.7f}/{b:.7f}" for a, b in
+                           zip(row["dtwin_losses"][:LOSS_STEPS], row["torch_losses"]))
+        seconds = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in
+                            zip(row["dtwin_seconds"], row["torch_seconds"]))
+        print(f"- {row['kind']['name']}: losses {losses}; seconds {seconds}")
+
+
+def main():
+    """Runs every kind, then prints the order comparison and the Markdown table."""
+    for path in (DTWIN, EXPORTER):
+        if not os.path.exists(path):
+            sys.exit(f"{path} is missing: run `cmake --build build -j2` first")
+    rows = []
+    for kind in KINDS:
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory() as workdir:
+            rows.append(run_kind(kind, workdir))
+        print(f"# {kind['name']}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    print(f"torch {torch.__version__}; dtwin and torch each run {WORLD} CPU processes over Gloo "
+          f"with 1 intra-op thread each, fp32, {STEPS} steps per run, {os.cpu_count()} cores\n")
+    print_orders(rows)
+    print_table(rows)
 
 
 if __name__ == "__main__":
