@@ -14,5 +14,12 @@ while [ $# -gt 0 ]; do
     shift
   fi
 done
+# ccache, when installed, lets the second configuration reuse every object whose flags do not
+# depend on the configuration: paths are hashed relative to the repository, so build/ and
+# build-cpu/ share one cache.
+if command -v ccache >/dev/null 2>&1; then
+  configure=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache "${configure[@]}")
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+fi
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${configure[@]}"
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"

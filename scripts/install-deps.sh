@@ -13,7 +13,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
-packages=(g++ cmake make pkg-config clang-format
+packages=(g++ cmake make pkg-config clang-format ccache
   libsimgrid-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
   libsentencepiece-dev libgloo-dev bible-kjv bible-kjv-text iproute2 python3 python3-venv)
 missing=()
