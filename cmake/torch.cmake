@@ -2,8 +2,8 @@
 # its torch.utils.cmake_prefix_path. -DDTWIN_PYTHON=/path/to/python picks another PyTorch;
 # -DTorch_DIR=... bypasses Python altogether.
 #
-# DTWIN_CUDA (AUTO, ON, OFF) is the one switch for dtwin's CUDA code paths (ProcessGroupNCCL, CUDA
-# events and streams, caching-allocator statistics). AUTO turns them on when LibTorch was built
+# DTWIN_CUDA (AUTO, ON, OFF) is the one switch for dtwin's CUDA code paths (runtime/cuda/:
+# ProcessGroupNCCL, caching-allocator statistics). AUTO turns them on when LibTorch was built
 # with CUDA, which the PyPI wheels are: they then compile and link on every build, with or without
 # a GPU, and a CUDA build still runs everything on the CPU. OFF is the CPU-only configuration.
 # Sources see the choice as DTWIN_HAVE_CUDA (1 or 0) through the dtwin_cuda_switch target.
@@ -28,8 +28,8 @@ if(NOT Torch_DIR)
   list(APPEND CMAKE_PREFIX_PATH "${torch_prefix}")
 endif()
 # Without an architecture list, a CUDA LibTorch's CMake probes the GPUs with a CUDA try_run, which
-# fails without a GPU and under C++20. dtwin compiles no CUDA kernels of its own: Hopper is
-# named so that the probe does not run.
+# fails to configure here (CMake 3.25 has no flags for CUDA with C++20). dtwin compiles no CUDA
+# kernels of its own: Hopper is named so that the probe does not run.
 if(NOT TORCH_CUDA_ARCH_LIST)
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
@@ -42,16 +42,15 @@ message(STATUS "LibTorch ${Torch_VERSION} from ${TORCH_INSTALL_PREFIX}")
 # headers give the same class layout.
 find_path(GLOO_INCLUDE_DIR gloo/context.h REQUIRED)
 
+set(torch_has_cuda 0)
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+  set(torch_has_cuda 1)
+endif()
 if(DTWIN_CUDA STREQUAL "AUTO")
-  if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
-    set(dtwin_have_cuda 1)
-  else()
-    set(dtwin_have_cuda 0)
-  endif()
+  set(dtwin_have_cuda ${torch_has_cuda})
+elseif(DTWIN_CUDA AND NOT torch_has_cuda)
+  message(FATAL_ERROR "DTWIN_CUDA=ON but LibTorch ${TORCH_INSTALL_PREFIX} has no CUDA")
 elseif(DTWIN_CUDA)
-  if(NOT (TARGET torch_cuda OR TORCH_CUDA_LIBRARIES))
-    message(FATAL_ERROR "DTWIN_CUDA=ON but LibTorch ${TORCH_INSTALL_PREFIX} has no CUDA")
-  endif()
   set(dtwin_have_cuda 1)
 else()
   set(dtwin_have_cuda 0)
