@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "cli/output_dir.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 
 namespace dtwin {
 namespace {
@@ -37,19 +37,19 @@ auto load(const std::string& dir, const std::string& name, Parse parse) {
 
 }  // namespace
 
-sched::Comparison compare_output_dir(const std::string& folder_path) {
+trace::Comparison compare_output_dir(const std::string& folder_path) {
   std::string dir = folder_path;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (!std::filesystem::is_directory(dir)) throw std::invalid_argument(dir + ": not a folder");
-  const auto predicted = load(dir, "predicted.trace.json", sched::from_chrome_trace);
-  const auto predicted_summary = load(dir, "predicted.summary.json", sched::from_summary_json);
-  const auto measured = load(dir, "measured.trace.json", sched::from_chrome_trace);
-  const auto measured_summary = load(dir, "measured.summary.json", sched::from_summary_json);
+  const auto predicted = load(dir, "predicted.trace.json", trace::from_chrome_trace);
+  const auto predicted_summary = load(dir, "predicted.summary.json", trace::from_summary_json);
+  const auto measured = load(dir, "measured.trace.json", trace::from_chrome_trace);
+  const auto measured_summary = load(dir, "measured.summary.json", trace::from_summary_json);
 
-  sched::Comparison comparison;
+  trace::Comparison comparison;
   try {
     comparison =
-        sched::compare_timelines(predicted, measured, &predicted_summary, &measured_summary);
+        trace::compare_timelines(predicted, measured, &predicted_summary, &measured_summary);
   } catch (const std::invalid_argument& error) {
     throw std::invalid_argument(dir + ": the predicted and measured runs differ: " + error.what());
   }
@@ -57,9 +57,9 @@ sched::Comparison compare_output_dir(const std::string& folder_path) {
   std::filesystem::path folder = std::filesystem::absolute(dir).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();
   const std::string title = folder.filename().string();
-  write_text_file(dir, "compare.json", sched::to_compare_json(comparison));
-  write_text_file(dir, "report.md", sched::to_markdown_report(comparison, title));
-  std::cout << sched::format_compare_table(comparison, "compare " + title) << "wrote " << dir
+  write_text_file(dir, "compare.json", trace::to_compare_json(comparison));
+  write_text_file(dir, "report.md", trace::to_markdown_report(comparison, title));
+  std::cout << trace::format_compare_table(comparison, "compare " + title) << "wrote " << dir
             << "/compare.json and report.md\n";
   return comparison;
 }

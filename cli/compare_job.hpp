@@ -3,14 +3,14 @@
 
 #include <string>
 
-#include "schedules/compare.hpp"
+#include "trace/compare.hpp"
 
 namespace dtwin {
 
 /// Reads DIR/predicted.{trace,summary}.json and DIR/measured.{trace,summary}.json, compares
-/// them (sched::compare_timelines), writes DIR/compare.json and DIR/report.md and prints the
+/// them (trace::compare_timelines), writes DIR/compare.json and DIR/report.md and prints the
 /// table. Throws std::invalid_argument naming the file for a missing or malformed input, or what
 /// differs when the two runs are not of the same schedule.
-sched::Comparison compare_output_dir(const std::string& dir);
+trace::Comparison compare_output_dir(const std::string& dir);
 
 }  // namespace dtwin

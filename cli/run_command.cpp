@@ -82,7 +82,7 @@ int run_main_job(const RunOptions& options) {
     throw std::runtime_error("training failed; see the messages above");
 
   std::cout << "== 4/5 compare\n";
-  const sched::Comparison comparison = compare_output_dir(dir);
+  const trace::Comparison comparison = compare_output_dir(dir);
 
   std::cout << "== 5/5 plot\n";
   const bool plotted = plot(dir);

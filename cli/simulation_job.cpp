@@ -5,8 +5,8 @@
 
 #include "cli/output_dir.hpp"
 #include "models/cost_model.hpp"
-#include "schedules/summary_table.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/summary_table.hpp"
+#include "trace/timeline.hpp"
 
 namespace dtwin {
 
@@ -24,9 +24,9 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
   const CostModel cost(scenario);
   const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
   write_text_file(dir, "predicted.trace.json",
-                  sched::to_chrome_trace(result.events, scenario.world_size()));
-  write_text_file(dir, "predicted.summary.json", sched::to_summary_json(result.summary));
-  std::cout << sched::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
+                  trace::to_chrome_trace(result.events, scenario.world_size()));
+  write_text_file(dir, "predicted.summary.json", trace::to_summary_json(result.summary));
+  std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
             << dir << "/predicted.trace.json and predicted.summary.json\n";
   return result;
 }

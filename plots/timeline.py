@@ -21,7 +21,7 @@ the chosen steps, their step times and bubbles, and the output path.
   rank is blocked). The hatched grey background is idle time; a dotted line marks the step's
   end.
 - Each title gives the step time and the bubble fraction computed from the events as
-  schedules/timeline.cpp does: bubble = mean over ranks of (step - busy compute - exposed
+  trace/timeline.cpp does: bubble = mean over ranks of (step - busy compute - exposed
   comm) / step. Each rank's label gives its own idle share.
 - Measured step: by default the step with the median duration among steps >= 1 (step 0 is
   warm-up), or --step N. A predicted trace normally holds one step; if it holds several, the

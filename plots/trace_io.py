@@ -163,7 +163,7 @@ def normalise(events, scale=1e-3):
 
 
 def step_stats(events, ranks=None):
-    """Per-step accounting as schedules/timeline.cpp does it: step = last end - first start;
+    """Per-step accounting as trace/timeline.cpp does it: step = last end - first start;
     busy = compute durations (F, B, I, W, OPTIM); comm = exposed communication;
     idle = max(0, step - busy - comm); bubble = mean over ranks of idle / step."""
     ranks = ranks or world_size(events)

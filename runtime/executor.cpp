@@ -52,7 +52,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
   for (PendingSend& pending : sends_) {
     const double start = clock_.now();
     wait(pending.work, events_[pending.event].action, {pending.peer});
-    sched::TimedAction& event = events_[pending.event];
+    trace::TimedAction& event = events_[pending.event];
     event.end = clock_.now();
     event.exposed_comm = event.end - start;
   }

@@ -13,14 +13,14 @@
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/rank_model.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 
 namespace dtwin::rt {
 
 class Executor {
  public:
   struct StepResult {
-    std::vector<sched::TimedAction> events;  ///< one per executed action, in execution order
+    std::vector<trace::TimedAction> events;  ///< one per executed action, in execution order
     double loss_sum = 0;                     ///< sum of microbatch losses (last stage only)
     int loss_count = 0;
   };
@@ -82,7 +82,7 @@ class Executor {
     int peer;      // receiving rank
   };
   std::vector<PendingSend> sends_;
-  std::vector<sched::TimedAction> events_;
+  std::vector<trace::TimedAction> events_;
   double loss_sum_ = 0;
   int loss_count_ = 0;
 };

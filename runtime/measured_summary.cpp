@@ -6,8 +6,9 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "schedules/timeline.hpp"
 #include "schedules/transfer.hpp"
+#include "trace/step_figures.hpp"
+#include "trace/timeline.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -21,12 +22,12 @@ void write_file(const std::string& path, const std::string& text) {
 // Gloo completes a send only when the sender waits for it, at the end of its step. The
 // receiver knows better: the transfer ended when the matching RECV returned. Each SEND's end
 // becomes that time (never before its start).
-void end_sends_at_receipt(std::vector<sched::TimedAction>& events, const sched::Layout& layout) {
+void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::Layout& layout) {
   std::map<std::tuple<int, int, std::string>, double> received;  // (step, rank, RECV) -> end
-  for (const sched::TimedAction& e : events)
+  for (const trace::TimedAction& e : events)
     if (e.action.kind == sched::ActionKind::RECV_F || e.action.kind == sched::ActionKind::RECV_B)
       received[{e.step, e.rank, sched::to_string(e.action)}] = e.end;
-  for (sched::TimedAction& e : events) {
+  for (trace::TimedAction& e : events) {
     if (e.action.kind != sched::ActionKind::SEND_F && e.action.kind != sched::ActionKind::SEND_B)
       continue;
     const sched::Transfer t = sched::transfer_of(layout, e.rank, e.action);
@@ -39,35 +40,25 @@ void end_sends_at_receipt(std::vector<sched::TimedAction>& events, const sched::
 
 void write_measured(c10d::Store& store, const Scenario& scenario, const CostModel& cost,
                     int world_size, const std::string& output_dir) {
-  std::vector<sched::TimedAction> events;
+  std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0);
   for (int rank = 0; rank < world_size; ++rank) {
     const std::vector<uint8_t> data = store.get("events/" + std::to_string(rank));
     const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
     peak[rank] = doc["peak_memory_bytes"].get<double>();
-    for (sched::TimedAction& e : sched::from_chrome_trace(doc["trace"].dump())) {
+    for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
       e.rank = rank;
       events.push_back(e);
     }
   }
   const LayoutSpec& spec = scenario.layout;
   end_sends_at_receipt(events, {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches});
-  write_file(output_dir + "/measured.trace.json", sched::to_chrome_trace(events, world_size));
+  write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, world_size));
 
-  sched::StepSummary summary = sched::summarize_steps(events, world_size, true);
-  const ClusterSpec& cluster = scenario.cluster;
-  for (int rank = 0; rank < world_size; ++rank) {
-    summary.ranks[rank].peak_memory_bytes = peak[rank];
-    summary.ranks[rank].memory_ok = peak[rank] <= cluster.device.memory / cluster.ranks_per_device;
-  }
-  const double tokens =
-      double(scenario.layout.dp) * scenario.layout.microbatches * cost.tokens_per_microbatch();
-  if (summary.step_time_s > 0) {
-    summary.tokens_per_s = tokens / summary.step_time_s;
-    summary.mfu = cost.model_flops_per_token() * summary.tokens_per_s /
-                  (cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node);
-  }
-  write_file(output_dir + "/measured.summary.json", sched::to_summary_json(summary));
+  trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
+  for (int rank = 0; rank < world_size; ++rank) summary.ranks[rank].peak_memory_bytes = peak[rank];
+  trace::fill_step_figures(summary, scenario, cost);
+  write_file(output_dir + "/measured.summary.json", trace::to_summary_json(summary));
 }
 
 }  // namespace dtwin::rt

@@ -109,7 +109,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     progress.emplace(options.output_dir, scenario.training.steps, tokens_per_step, options.resume);
 
   Executor executor(scenario, schedule, env.rank, stages, comm, data, clock);
-  std::vector<sched::TimedAction> events;
+  std::vector<trace::TimedAction> events;
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
@@ -126,7 +126,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
 
   // Rank 0 gathers every rank's events and peak memory through the store.
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
-                         {"trace", nlohmann::json::parse(sched::to_chrome_trace(events, 0))}};
+                         {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, 0))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0)
     write_measured(comm.store(), scenario, cost, layout.world_size(), options.output_dir);

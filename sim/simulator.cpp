@@ -11,6 +11,7 @@
 
 #include "schedules/transfer.hpp"
 #include "sim/memory.hpp"
+#include "trace/step_figures.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -33,7 +34,7 @@ struct World {
   CollectiveModel collectives;
   std::unordered_map<std::string, double> send_posted;  // mailbox -> time its SEND was posted
   std::map<int, double> last_arrival;                   // stage -> latest ALLREDUCE arrival
-  std::vector<std::vector<sched::TimedAction>> events;  // per rank
+  std::vector<std::vector<trace::TimedAction>> events;  // per rank
 };
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
@@ -114,7 +115,7 @@ double dp_sync(World& world, int rank, int stage) {
 
 struct PendingSend {
   sg4::CommPtr comm;
-  sched::TimedAction event;
+  trace::TimedAction event;
 };
 
 void run_rank(World& world, int rank) {
@@ -122,7 +123,7 @@ void run_rank(World& world, int rank) {
   const double bytes = world.cost.boundary_bytes();
   std::vector<PendingSend> sends;
   for (const Action& a : world.schedule.ranks[rank]) {
-    sched::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
+    trace::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
@@ -186,7 +187,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
                                                                    : CollectiveModel::Flow),
       {},
       {},
-      std::vector<std::vector<sched::TimedAction>>(layout.world_size())};
+      std::vector<std::vector<trace::TimedAction>>(layout.world_size())};
   for (int rank = 0; rank < layout.world_size(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });
@@ -195,20 +196,10 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
   SimResult result;
   for (auto& rank_events : world.events)
     result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
-  result.summary = sched::summarize(result.events, layout.world_size());
-  const ClusterSpec& cluster = scenario.cluster;
-  const double memory_share = cluster.device.memory / cluster.ranks_per_device;
-  for (int rank = 0; rank < layout.world_size(); ++rank) {
-    sched::RankSummary& r = result.summary.ranks[rank];
-    r.peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
-    r.memory_ok = r.peak_memory_bytes <= memory_share;
-  }
-  const double tokens = double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
-  if (result.summary.step_time_s > 0) {
-    result.summary.tokens_per_s = tokens / result.summary.step_time_s;
-    const double peak = cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node;
-    result.summary.mfu = cost.model_flops_per_token() * result.summary.tokens_per_s / peak;
-  }
+  result.summary = trace::summarize(result.events, layout.world_size());
+  for (int rank = 0; rank < layout.world_size(); ++rank)
+    result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
+  trace::fill_step_figures(result.summary, scenario, cost);
   return result;
 }
 

@@ -8,7 +8,7 @@
 #include "models/profile.hpp"
 #include "models/scenario.hpp"
 #include "schedules/schedule.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 #include "sim/collectives.hpp"
 
 namespace dtwin::sim {
@@ -23,8 +23,8 @@ struct SimOptions {
 inline constexpr int kMessageGroupLimit = 32;
 
 struct SimResult {
-  std::vector<sched::TimedAction> events;  ///< one per executed action, predicted times
-  sched::StepSummary summary;              ///< with peak memory and MFU filled in
+  std::vector<trace::TimedAction> events;  ///< one per executed action, predicted times
+  trace::StepSummary summary;              ///< with peak memory and MFU filled in
 };
 
 /// Simulates one training step of `schedule` (lowered and validated) for `scenario`. One S4U

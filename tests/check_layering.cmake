@@ -1,10 +1,12 @@
 # Enforces the folder dependency rule on #include lines:
 #   schedules/ and models/ include no other folder of the project (LibTorch only in models/'s
 #   torch-modules library, never in schedules/);
+#   trace/ includes only schedules/ and models/ (no LibTorch, no SimGrid);
 #   sim/ never includes LibTorch or runtime/; runtime/ never includes SimGrid or sim/.
 # Usage: cmake -DROOT=<repo root> -P check_layering.cmake
 set(rules
-  "schedules|sim/|runtime/|models/|cli/|torch|simgrid"
+  "schedules|sim/|runtime/|models/|trace/|cli/|torch|simgrid"
+  "trace|sim/|runtime/|cli/|torch|ATen/|c10/|simgrid|xbt/"
   "sim|torch/|ATen/|c10/|runtime/|cli/"
   "runtime|simgrid|xbt/|sim/|cli/")
 set(failures "")
@@ -29,7 +31,7 @@ file(GLOB spec_sources "${ROOT}/models/*.hpp" "${ROOT}/models/*.cpp")
 foreach(source IN LISTS spec_sources)
   file(STRINGS "${source}" includes REGEX "^#include")
   foreach(line IN LISTS includes)
-    if(line MATCHES "schedules/|sim/|runtime/|cli/|simgrid")
+    if(line MATCHES "schedules/|sim/|runtime/|trace/|cli/|simgrid")
       string(APPEND failures "${source}: '${line}' breaks the models/ dependency rule\n")
     endif()
   endforeach()

@@ -1,4 +1,4 @@
-// Predicted versus measured (schedules/compare.hpp) on a simulated quickstart step
+// Predicted versus measured (trace/compare.hpp) on a simulated quickstart step
 // (tests/golden/quickstart_predicted.trace.json, written by `dtwin simulate
 // scenarios/quickstart.yaml`) and measured timelines made from it.
 #include <algorithm>
@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "schedules/compare.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/compare.hpp"
+#include "trace/timeline.hpp"
 
 namespace {
 
 using dtwin::sched::ActionKind;
-using dtwin::sched::compare_timelines;
-using dtwin::sched::Comparison;
-using dtwin::sched::TimedAction;
+using dtwin::trace::compare_timelines;
+using dtwin::trace::Comparison;
+using dtwin::trace::TimedAction;
 using Events = std::vector<TimedAction>;
 
 Events quickstart_prediction() {
@@ -27,7 +27,7 @@ Events quickstart_prediction() {
   REQUIRE(in);
   std::stringstream text;
   text << in.rdbuf();
-  return dtwin::sched::from_chrome_trace(text.str());
+  return dtwin::trace::from_chrome_trace(text.str());
 }
 
 // Every time t becomes shift + k t (durations and exposed communication scale by k), as step
@@ -71,7 +71,7 @@ TEST_CASE("compare: a trace against itself has no error") {
   // Two identical steps, the second after the first.
   const Events measured =
       concat(transformed(predicted, 1.0, 0.0, 0), transformed(predicted, 1.0, 2.0, 1));
-  dtwin::sched::StepSummary summary = dtwin::sched::summarize(predicted, 3);
+  dtwin::trace::StepSummary summary = dtwin::trace::summarize(predicted, 3);
   summary.ranks[1].peak_memory_bytes = 1e8;
   const Comparison c = compare_timelines(predicted, measured, &summary, &summary);
   CHECK(c.world_size == 3);
@@ -94,7 +94,7 @@ TEST_CASE("compare: a trace against itself has no error") {
   REQUIRE(c.memory.size() == 3);
   CHECK(c.memory[1].peak_bytes.measured == 1e8);
   CHECK(c.memory[1].peak_bytes.relative_error() == 0);
-  CHECK(dtwin::sched::explaining_kinds(c).empty());
+  CHECK(dtwin::trace::explaining_kinds(c).empty());
 }
 
 TEST_CASE("compare: a measurement stretched by k gives a relative error of 1/k - 1") {
@@ -114,10 +114,10 @@ TEST_CASE("compare: a measurement stretched by k gives a relative error of 1/k -
       CHECK(std::abs(a.duration_s.relative_error() - expected) < 1e-9);
     for (const auto& r : c.ranks) CHECK(std::abs(r.compute_s.relative_error() - expected) < 1e-9);
     // The kinds with the most time explain the gap: B (the largest) first.
-    const auto explaining = dtwin::sched::explaining_kinds(c);
+    const auto explaining = dtwin::trace::explaining_kinds(c);
     REQUIRE(!explaining.empty());
     CHECK(explaining.front() == ActionKind::B);
-    CHECK_THAT(dtwin::sched::explain_gap(c), Catch::Contains(k > 1 ? "shorter" : "longer"));
+    CHECK_THAT(dtwin::trace::explain_gap(c), Catch::Contains(k > 1 ? "shorter" : "longer"));
   }
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("compare: timelines of different schedules are rejected with a clear m
     CHECK_THAT(compare_error(good, good), Catch::Contains("the predicted trace has 2 steps"));
     CHECK(compare_error({}, good) == "the predicted trace has no actions");
     CHECK(compare_error(predicted, {}) == "the measured trace has no actions");
-    dtwin::sched::StepSummary two;
+    dtwin::trace::StepSummary two;
     two.ranks.resize(2);
     CHECK_THROWS_WITH(compare_timelines(predicted, good, &two, nullptr),
                       "the predicted summary has 2 ranks, the traces 3");
@@ -218,9 +218,9 @@ TEST_CASE("compare: the kinds that explain the step-time gap") {
   c.kinds = {{ActionKind::F, 4, {0.1, 0.3}, {0.1, 0.3}},        // -0.8 s per step
              {ActionKind::B, 4, {0.2, 0.25}, {0.2, 0.25}},      // -0.2 s
              {ActionKind::SEND_F, 4, {0.01, 0.5}, {0.01, 0}}};  // +0.04 s blocking, the other way
-  CHECK(dtwin::sched::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F});
+  CHECK(dtwin::trace::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F});
   CHECK(c.gap_share_s(c.kinds[0]) == Approx(-0.4));
-  const std::string text = dtwin::sched::explain_gap(c);
+  const std::string text = dtwin::trace::explain_gap(c);
   CHECK_THAT(text, Catch::Contains("1000.000 ms (50.0%) shorter than the measured step"));
   CHECK_THAT(text, Catch::Contains("-400.000 ms of it is busy time"));
   CHECK_THAT(text, Catch::Contains("-600.000 ms idle time"));
@@ -231,10 +231,10 @@ TEST_CASE("compare: the kinds that explain the step-time gap") {
   CHECK_THAT(text, Catch::Contains("By whole durations SEND_F errs the most"));
   CHECK_THAT(text, Catch::Contains("(-5.0 pp)"));
   c.kinds[1].mean_blocking_s.measured = 0.35;  // B: -0.6 s; F alone covers 57%, F and B together
-  CHECK(dtwin::sched::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F, ActionKind::B});
+  CHECK(dtwin::trace::explaining_kinds(c) == std::vector<ActionKind>{ActionKind::F, ActionKind::B});
   c.step_time_s = {2.0, 2.0};
-  CHECK(dtwin::sched::explaining_kinds(c).empty());
-  CHECK_THAT(dtwin::sched::explain_gap(c), Catch::StartsWith("The predicted step time matches"));
+  CHECK(dtwin::trace::explaining_kinds(c).empty());
+  CHECK_THAT(dtwin::trace::explain_gap(c), Catch::StartsWith("The predicted step time matches"));
 }
 
 TEST_CASE("compare: the kinds' parts of the gap add up to the busy error") {
@@ -253,11 +253,11 @@ TEST_CASE("compare: the kinds' parts of the gap add up to the busy error") {
 
 TEST_CASE("compare: compare.json, report.md and the stdout table") {
   const Events predicted = quickstart_prediction();
-  dtwin::sched::StepSummary summary = dtwin::sched::summarize(predicted, 3);
+  dtwin::trace::StepSummary summary = dtwin::trace::summarize(predicted, 3);
   for (auto& r : summary.ranks) r.peak_memory_bytes = 1 << 20;
   const Comparison c =
       compare_timelines(predicted, measured_run(predicted, 1.25, 0.0), &summary, &summary);
-  const auto doc = nlohmann::json::parse(dtwin::sched::to_compare_json(c));
+  const auto doc = nlohmann::json::parse(dtwin::trace::to_compare_json(c));
   CHECK(doc["world_size"] == 3);
   CHECK(doc["measured_steps"] == 1);
   CHECK(doc["dropped_first_step"] == true);
@@ -279,35 +279,35 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
   CHECK(doc["explaining_kinds"][0] == "B");
   CHECK(doc["where_the_prediction_misses"].get<std::string>().size() > 100);
 
-  const std::string md = dtwin::sched::to_markdown_report(c, "quickstart");
+  const std::string md = dtwin::trace::to_markdown_report(c, "quickstart");
   for (const char* part : {"# Predicted versus measured: quickstart", "| step time (ms) |",
                            "| bubble |", "## Per rank", "## Per action kind", "## The ten actions",
                            "## Peak memory", "## Where the prediction misses", "| B | 12 |"})
     CHECK_THAT(md, Catch::Contains(part));
-  const std::string table = dtwin::sched::format_compare_table(c, "compare quickstart");
+  const std::string table = dtwin::trace::format_compare_table(c, "compare quickstart");
   CHECK_THAT(table,
              Catch::StartsWith("compare quickstart: 1 measured step (warm-up step dropped)"));
   CHECK_THAT(table, Catch::Contains("-20.0%"));
 }
 
 TEST_CASE("summary JSON round-trips and rejects malformed input") {
-  dtwin::sched::StepSummary s;
+  dtwin::trace::StepSummary s;
   s.step_time_s = 1.5;
   s.bubble_fraction = 0.25;
   s.tokens_per_s = 100;
   s.ranks.resize(2);
   s.ranks[1] = {0.5, 0.1, 0.9, 4096, false};
-  const auto back = dtwin::sched::from_summary_json(dtwin::sched::to_summary_json(s));
+  const auto back = dtwin::trace::from_summary_json(dtwin::trace::to_summary_json(s));
   CHECK(back.step_time_s == 1.5);
   CHECK(back.mfu == -1);
   REQUIRE(back.ranks.size() == 2);
   CHECK(back.ranks[1].peak_memory_bytes == 4096);
   CHECK_FALSE(back.ranks[1].memory_ok);
-  CHECK_THROWS_WITH(dtwin::sched::from_summary_json("{"), "malformed JSON");
-  CHECK_THROWS_WITH(dtwin::sched::from_summary_json("{\"ranks\": []}"),
+  CHECK_THROWS_WITH(dtwin::trace::from_summary_json("{"), "malformed JSON");
+  CHECK_THROWS_WITH(dtwin::trace::from_summary_json("{\"ranks\": []}"),
                     Catch::Contains("step_time_s"));
   CHECK_THROWS_WITH(
-      dtwin::sched::from_summary_json(
+      dtwin::trace::from_summary_json(
           R"({"step_time_s": 1, "bubble_fraction": 0, "ranks": [{"rank": 0, "compute_s": 1}]})"),
       Catch::Contains("ranks[0]"));
 }

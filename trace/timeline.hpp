@@ -7,7 +7,10 @@
 
 #include "schedules/action.hpp"
 
-namespace dtwin::sched {
+namespace dtwin::trace {
+
+using sched::Action;
+using sched::ActionKind;
 
 /// One executed action. Times in seconds from the common origin of the step (or of the run).
 struct TimedAction {
@@ -65,4 +68,4 @@ std::string to_summary_json(const StepSummary& summary);
 /// 0..N-1). Throws std::invalid_argument naming the missing or malformed key.
 StepSummary from_summary_json(const std::string& json);
 
-}  // namespace dtwin::sched
+}  // namespace dtwin::trace

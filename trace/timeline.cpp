@@ -1,4 +1,4 @@
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace dtwin::sched {
+namespace dtwin::trace {
 
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
   StepSummary summary;
@@ -95,7 +95,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
     ++index;
     if (e.value("ph", "") != "X") continue;
     try {
-      auto action = parse_action(e.at("name").get<std::string>());
+      auto action = sched::parse_action(e.at("name").get<std::string>());
       if (!action) throw std::invalid_argument("name is not an action");
       TimedAction timed;
       timed.rank = e.at("pid").get<int>();
@@ -169,4 +169,4 @@ StepSummary from_summary_json(const std::string& text) {
   return summary;
 }
 
-}  // namespace dtwin::sched
+}  // namespace dtwin::trace

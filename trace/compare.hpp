@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "schedules/action.hpp"
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 
-namespace dtwin::sched {
+namespace dtwin::trace {
 
 /// A predicted figure, its measured counterpart, predicted - measured and the relative error.
 struct Figure {
@@ -136,4 +136,4 @@ std::string to_markdown_report(const Comparison& comparison, const std::string& 
 /// The compact stdout table: step time, bubble and per-kind errors.
 std::string format_compare_table(const Comparison& comparison, const std::string& title);
 
-}  // namespace dtwin::sched
+}  // namespace dtwin::trace

@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "schedules/timeline.hpp"
+#include "trace/timeline.hpp"
 
-namespace dtwin::sched {
+namespace dtwin::trace {
 
 /// A headline (step time, bubble, tokens/s, MFU) then one row per rank (compute, exposed
 /// communication, idle in ms; peak memory in GiB; memory_ok). More than `max_rows` ranks are cut
@@ -13,4 +13,4 @@ namespace dtwin::sched {
 std::string format_summary_table(const StepSummary& summary, const std::string& title,
                                  int max_rows = 16);
 
-}  // namespace dtwin::sched
+}  // namespace dtwin::trace

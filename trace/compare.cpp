@@ -1,0 +1,246 @@
+#include "trace/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+namespace dtwin::trace {
+namespace {
+
+using Events = std::vector<TimedAction>;
+
+constexpr ActionKind kAllKinds[] = {ActionKind::F,      ActionKind::B,      ActionKind::I,
+                                    ActionKind::W,      ActionKind::SEND_F, ActionKind::RECV_F,
+                                    ActionKind::SEND_B, ActionKind::RECV_B, ActionKind::ALLREDUCE,
+                                    ActionKind::OPTIM};
+
+std::string times(int count) {
+  if (count == 1) return "once";
+  return std::to_string(count) + " times";
+}
+
+// The ranks of a timeline; throws on a negative rank.
+std::set<int> ranks_of(const Events& events, const char* side) {
+  std::set<int> ranks;
+  for (const TimedAction& e : events) {
+    if (e.rank < 0)
+      throw std::invalid_argument(std::string(side) + " trace has a negative rank " +
+                                  std::to_string(e.rank));
+    ranks.insert(e.rank);
+  }
+  return ranks;
+}
+
+void check_same_ranks(const std::set<int>& predicted, const std::set<int>& measured) {
+  if (predicted == measured) {
+    const int world = static_cast<int>(predicted.size());
+    for (int r = 0; r < world; ++r)
+      if (!predicted.count(r))
+        throw std::invalid_argument("the traces' ranks are not 0.." + std::to_string(world - 1) +
+                                    ": rank " + std::to_string(r) + " has no actions");
+    return;
+  }
+  std::string message;
+  if (predicted.size() != measured.size())
+    message = "predicted has " + std::to_string(predicted.size()) + " ranks, measured " +
+              std::to_string(measured.size()) + ": ";
+  for (int r : measured)
+    if (!predicted.count(r))
+      throw std::invalid_argument(message + "measured rank " + std::to_string(r) +
+                                  " is missing from the prediction");
+  for (int r : predicted)
+    if (!measured.count(r))
+      throw std::invalid_argument(message + "predicted rank " + std::to_string(r) +
+                                  " is missing from the measurement");
+}
+
+using Multiset = std::map<std::string, int>;  // action name -> count
+
+std::map<int, Multiset> actions_per_rank(const Events& events) {
+  std::map<int, Multiset> actions;
+  for (const TimedAction& e : events) ++actions[e.rank][to_string(e.action)];
+  return actions;
+}
+
+// Throws naming the first action of `rank` whose count differs between the two multisets.
+void check_same_actions(int rank, int step, const Multiset& predicted, const Multiset& measured) {
+  const std::string where = " in measured step " + std::to_string(step);
+  const std::string who = "rank " + std::to_string(rank);
+  for (const auto& [name, count] : measured) {
+    const auto it = predicted.find(name);
+    if (it == predicted.end())
+      throw std::invalid_argument(who + " ran " + name + where +
+                                  " but the prediction has no such action");
+    if (it->second < count)
+      throw std::invalid_argument(who + " ran " + name + " " + times(count) + where +
+                                  " but the prediction has it " + times(it->second));
+  }
+  for (const auto& [name, count] : predicted) {
+    const auto it = measured.find(name);
+    if (it == measured.end())
+      throw std::invalid_argument(who + " did not run " + name + where +
+                                  " but the prediction has it");
+    if (it->second < count)
+      throw std::invalid_argument(who + " ran " + name + " " + times(it->second) + where +
+                                  " but the prediction has it " + times(count));
+  }
+}
+
+// The time an action blocks its rank, as summarize counts it: the whole duration for compute,
+// the exposed transfer time for communication.
+double blocking_time(const TimedAction& e) {
+  const bool compute = is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM;
+  return compute ? e.end - e.start : e.exposed_comm;
+}
+
+struct Sum {
+  double total = 0;
+  int count = 0;
+  void add(double value) { total += value, ++count; }
+  double mean() const { return count ? total / count : 0; }
+};
+
+}  // namespace
+
+double Comparison::busy_error_s() const {
+  double sum = 0;
+  for (const RankComparison& r : ranks) sum += r.compute_s.error() + r.comm_s.error();
+  return ranks.empty() ? 0 : sum / ranks.size();
+}
+
+double Comparison::idle_error_s() const {
+  double sum = 0;
+  for (const RankComparison& r : ranks) sum += r.idle_s.error();
+  return ranks.empty() ? 0 : sum / ranks.size();
+}
+
+double Comparison::gap_share_s(const KindComparison& kind) const {
+  return world_size > 0 ? kind.blocking_error_s() / world_size : 0;
+}
+
+double Figure::relative_error() const {
+  if (measured != 0) return (predicted - measured) / measured;
+  return predicted == 0 ? 0 : std::numeric_limits<double>::quiet_NaN();
+}
+
+Comparison compare_timelines(const Events& predicted, const Events& measured,
+                             const StepSummary* predicted_summary,
+                             const StepSummary* measured_summary) {
+  if (predicted.empty()) throw std::invalid_argument("the predicted trace has no actions");
+  if (measured.empty()) throw std::invalid_argument("the measured trace has no actions");
+  std::set<int> predicted_steps;
+  for (const TimedAction& e : predicted) predicted_steps.insert(e.step);
+  if (predicted_steps.size() > 1)
+    throw std::invalid_argument("the predicted trace has " +
+                                std::to_string(predicted_steps.size()) +
+                                " steps; expected one simulated step");
+
+  std::map<int, Events> steps;
+  for (const TimedAction& e : measured) steps[e.step].push_back(e);
+  Comparison c;
+  c.dropped_first_step = steps.size() > 1;
+  if (c.dropped_first_step) steps.erase(steps.begin());
+  c.measured_steps = static_cast<int>(steps.size());
+  Events kept;
+  for (const auto& [step, events] : steps) kept.insert(kept.end(), events.begin(), events.end());
+
+  // Validation: the same ranks, and per rank the same actions in every kept step.
+  const std::set<int> ranks = ranks_of(predicted, "the predicted");
+  check_same_ranks(ranks, ranks_of(kept, "the measured"));
+  c.world_size = static_cast<int>(ranks.size());
+  const std::map<int, Multiset> predicted_actions = actions_per_rank(predicted);
+  for (const auto& [step, events] : steps) {
+    const std::map<int, Multiset> measured_actions = actions_per_rank(events);
+    for (const auto& [rank, actions] : predicted_actions) {
+      const auto it = measured_actions.find(rank);
+      if (it == measured_actions.end())
+        throw std::invalid_argument("measured step " + std::to_string(step) +
+                                    " has no actions on rank " + std::to_string(rank));
+      check_same_actions(rank, step, actions, it->second);
+    }
+  }
+  for (const auto& [side, summary] :
+       {std::pair{"predicted", predicted_summary}, std::pair{"measured", measured_summary}})
+    if (summary && static_cast<int>(summary->ranks.size()) != c.world_size)
+      throw std::invalid_argument(std::string("the ") + side + " summary has " +
+                                  std::to_string(summary->ranks.size()) + " ranks, the traces " +
+                                  std::to_string(c.world_size));
+
+  // Step time, bubble and per-rank totals.
+  const StepSummary p = summarize(predicted, c.world_size);
+  const StepSummary m = summarize_steps(kept, c.world_size, false);
+  c.step_time_s = {p.step_time_s, m.step_time_s};
+  c.bubble_fraction = {p.bubble_fraction, m.bubble_fraction};
+  for (int r = 0; r < c.world_size; ++r)
+    c.ranks.push_back({r,
+                       {p.ranks[r].compute_s, m.ranks[r].compute_s},
+                       {p.ranks[r].comm_s, m.ranks[r].comm_s},
+                       {p.ranks[r].idle_s, m.ranks[r].idle_s}});
+
+  // Mean durations per kind and per (rank, action).
+  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking;
+  std::map<std::pair<int, std::string>, std::pair<Sum, Sum>> actions;
+  for (const TimedAction& e : predicted) {
+    kinds[e.action.kind].first.add(e.end - e.start);
+    blocking[e.action.kind].first.add(blocking_time(e));
+    actions[{e.rank, to_string(e.action)}].first.add(e.end - e.start);
+  }
+  for (const TimedAction& e : kept) {
+    kinds[e.action.kind].second.add(e.end - e.start);
+    blocking[e.action.kind].second.add(blocking_time(e));
+    actions[{e.rank, to_string(e.action)}].second.add(e.end - e.start);
+  }
+  for (ActionKind kind : kAllKinds) {
+    const auto it = kinds.find(kind);
+    if (it == kinds.end()) continue;
+    const auto& [p_sum, m_sum] = it->second;
+    const auto& [p_block, m_block] = blocking.at(kind);
+    c.kinds.push_back(
+        {kind, p_sum.count, {p_sum.mean(), m_sum.mean()}, {p_block.mean(), m_block.mean()}});
+  }
+  for (const auto& [key, sums] : actions)
+    c.top_actions.push_back({key.first, key.second, {sums.first.mean(), sums.second.mean()}});
+  std::stable_sort(c.top_actions.begin(), c.top_actions.end(),
+                   [](const ActionComparison& a, const ActionComparison& b) {
+                     return std::abs(a.duration_s.error()) > std::abs(b.duration_s.error());
+                   });
+  if (c.top_actions.size() > 10) c.top_actions.resize(10);
+
+  if (predicted_summary && measured_summary)
+    for (int r = 0; r < c.world_size; ++r)
+      c.memory.push_back({r,
+                          {predicted_summary->ranks[r].peak_memory_bytes,
+                           measured_summary->ranks[r].peak_memory_bytes}});
+  return c;
+}
+
+std::vector<ActionKind> explaining_kinds(const Comparison& c) {
+  const double gap = c.step_time_s.error();
+  if (gap == 0) return {};
+  std::vector<const KindComparison*> same_sign;
+  double sum = 0;
+  for (const KindComparison& k : c.kinds)
+    if (k.blocking_error_s() * gap > 0) {
+      same_sign.push_back(&k);
+      sum += std::abs(k.blocking_error_s());
+    }
+  std::stable_sort(same_sign.begin(), same_sign.end(), [](auto* a, auto* b) {
+    return std::abs(a->blocking_error_s()) > std::abs(b->blocking_error_s());
+  });
+  std::vector<ActionKind> kinds;
+  double covered = 0;
+  for (const KindComparison* k : same_sign) {
+    if (kinds.size() == 3 || covered >= 0.8 * sum) break;
+    kinds.push_back(k->kind);
+    covered += std::abs(k->blocking_error_s());
+  }
+  return kinds;
+}
+
+}  // namespace dtwin::trace

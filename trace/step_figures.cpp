@@ -1,0 +1,19 @@
+#include "trace/step_figures.hpp"
+
+namespace dtwin::trace {
+
+void fill_step_figures(StepSummary& summary, const Scenario& scenario, const CostModel& cost) {
+  const ClusterSpec& cluster = scenario.cluster;
+  const double memory_share = cluster.device.memory / cluster.ranks_per_device;
+  for (RankSummary& rank : summary.ranks) rank.memory_ok = rank.peak_memory_bytes <= memory_share;
+  summary.tokens_per_s = 0;
+  summary.mfu = -1;
+  if (summary.step_time_s <= 0) return;
+  const double tokens =
+      double(scenario.layout.dp) * scenario.layout.microbatches * cost.tokens_per_microbatch();
+  summary.tokens_per_s = tokens / summary.step_time_s;
+  const double peak = cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node;
+  if (peak > 0) summary.mfu = cost.model_flops_per_token() * summary.tokens_per_s / peak;
+}
+
+}  // namespace dtwin::trace

@@ -1,0 +1,21 @@
+// The figures a step summary derives from its step time and peak memory: throughput, MFU and
+// whether each rank fits its device. One rule for the simulator's and the runtime's summaries.
+#pragma once
+
+#include "models/cost_model.hpp"
+#include "models/scenario.hpp"
+#include "trace/timeline.hpp"
+
+namespace dtwin::trace {
+
+/// Fills `summary`'s tokens_per_s, mfu and every rank's memory_ok from its step_time_s (seconds)
+/// and ranks[r].peak_memory_bytes (bytes), which the caller sets first.
+///  - tokens per step = dp x microbatches x tokens_per_microbatch (micro_batch_size x seq_len);
+///    tokens_per_s = tokens per step / step_time_s;
+///  - mfu = model_flops_per_token x tokens_per_s / (peak_flops x nodes x devices_per_node),
+///    model FLOPs per token as CostModel::model_flops_per_token (PaLM, appendix B);
+///  - memory_ok: peak_memory_bytes <= device memory / ranks_per_device.
+/// With step_time_s <= 0, tokens_per_s stays 0 and mfu -1 (unknown).
+void fill_step_figures(StepSummary& summary, const Scenario& scenario, const CostModel& cost);
+
+}  // namespace dtwin::trace
