@@ -1,4 +1,17 @@
 // A schedule: the layout of a (possibly hybrid DP x PP) job and one ordered action list per rank.
+//
+// Names used across dtwin (schedules/, sim/, runtime/, trace/):
+//   rank           global process index, 0 .. world_size-1 (world_size = dp x pp);
+//   replica        one copy of the whole pipeline; there are dp replicas;
+//   dp_index       which replica a rank belongs to, 0 .. dp-1 (rank % dp);
+//   pipeline rank  a rank's position in its replica's pipeline, 0 .. pp-1 (rank / dp); the
+//                  ranks of one pipeline rank across replicas form a data-parallel group;
+//   stage          one contiguous slice of the model's layers, 0 .. pp x v - 1; stage s runs on
+//                  pipeline rank s % pp (Megatron-LM's interleaved placement);
+//   virtual stage  one of the v stages (model chunks) a pipeline rank holds, s / pp;
+//   microbatch     one slice of a replica's batch, 0 .. microbatches-1, moved through the stages;
+//   step           one training iteration: every microbatch's forward and backward, the DP sync
+//                  and one optimizer step; traces number steps from 0.
 #pragma once
 
 #include <optional>

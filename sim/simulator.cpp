@@ -45,22 +45,28 @@ std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
   return "p2p:" + std::to_string(t.receiver) + ":" + sched::to_string(t.receive);
 }
 
-// Seconds the profile measured for a compute action, or nullopt without a profile.
+// Seconds the profile measured for a compute action, stretched by the profile's contention
+// factor (the slowdown beyond the fair share of the cores when the device's ranks compute at
+// once), or nullopt without a profile.
 std::optional<double> profiled_seconds(const World& world, const Action& a) {
-  if (!world.options.profile) return std::nullopt;
-  const StageSeconds& s = world.options.profile->stages.at(a.stage);
-  switch (a.kind) {
-    case ActionKind::F:
-      return s.forward;
-    case ActionKind::B:
-      return s.backward;
-    case ActionKind::I:
-      return s.input_backward;
-    case ActionKind::W:
-      return s.weight_backward;
-    default:
-      return s.optimizer;
-  }
+  const Profile* profile = world.options.profile;
+  if (!profile) return std::nullopt;
+  const StageSeconds& s = profile->stages.at(a.stage);
+  const double seconds = [&] {
+    switch (a.kind) {
+      case ActionKind::F:
+        return s.forward;
+      case ActionKind::B:
+        return s.backward;
+      case ActionKind::I:
+        return s.input_backward;
+      case ActionKind::W:
+        return s.weight_backward;
+      default:
+        return s.optimizer;
+    }
+  }();
+  return seconds * profile->contention;
 }
 
 double model_flops(const World& world, const Action& a) {

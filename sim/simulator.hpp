@@ -8,16 +8,19 @@
 #include "models/profile.hpp"
 #include "models/scenario.hpp"
 #include "schedules/schedule.hpp"
-#include "trace/timeline.hpp"
 #include "sim/collectives.hpp"
+#include "trace/timeline.hpp"
 
 namespace dtwin::sim {
 
 struct SimOptions {
   /// Collective model; nullopt picks Message for groups of at most kMessageGroupLimit ranks and
-  /// Flow above (Flow's error against Message is stated in tests/test_sim_collectives.cpp).
+  /// Flow above (Flow's error against Message: tests/test_sim_network.cpp, "Flow all-reduce
+  /// against Message").
   std::optional<CollectiveModel> collectives;
-  const Profile* profile = nullptr;  ///< measured action seconds, replacing the FLOP-based times
+  /// Measured action seconds, replacing the FLOP-based times, each stretched by the profile's
+  /// contention factor; its p2p bandwidth and latency replace the scenario's intra-node link.
+  const Profile* profile = nullptr;
 };
 
 inline constexpr int kMessageGroupLimit = 32;

@@ -32,11 +32,13 @@ Profile uniform_profile(int stages) {
   return profile;
 }
 
-// Simulates in a child process; returns {step time, bubble fraction}.
-std::vector<double> simulate_uniform(const Scenario& scenario) {
+// Simulates in a child process; returns {step time, bubble fraction}. `contention` is the
+// profile's measured slowdown of compute when the device's ranks run at once.
+std::vector<double> simulate_uniform(const Scenario& scenario, double contention = 1) {
   return test::in_fresh_process([&] {
     const CostModel cost(scenario);
-    const Profile profile = uniform_profile(cost.num_stages());
+    Profile profile = uniform_profile(cost.num_stages());
+    profile.contention = contention;
     sim::SimOptions options;
     options.profile = &profile;
     const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, options);
@@ -55,6 +57,13 @@ TEST_CASE("GPipe and 1F1B bubble: (pp-1)/(m+pp-1)") {
       CHECK(bubble == Approx(double(pp - 1) / (m + pp - 1)).epsilon(0.005));
       CHECK(step == Approx(3e-3 * (m + pp - 1)).epsilon(0.005));
     }
+}
+
+TEST_CASE("a profile's contention factor stretches every compute action, not the bubble") {
+  const int pp = 2, m = 4;
+  const std::vector<double> result = simulate_uniform(pipeline("1f1b", pp, m, 1), 1.5);
+  CHECK(result[0] == Approx(1.5 * 3e-3 * (m + pp - 1)).epsilon(0.005));
+  CHECK(result[1] == Approx(double(pp - 1) / (m + pp - 1)).epsilon(0.005));
 }
 
 TEST_CASE("interleaved 1F1B bubble: (pp-1)/(v·m+pp-1)") {

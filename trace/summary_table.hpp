@@ -1,4 +1,4 @@
-// The compact stdout table of a step summary, shared by `dtwin simulate` and `dtwin train`.
+// The compact stdout table of a step summary, which `dtwin simulate` prints.
 #pragma once
 
 #include <string>
