@@ -10,42 +10,33 @@
 namespace dtwin {
 namespace {
 
-using UnitTable = std::vector<std::pair<std::string_view, double>>;
+using UnitTable = std::vector<std::pair<std::string, double>>;
 
 constexpr double kKi = 1024.0;
+const UnitTable kDecimal = {{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}};
+const UnitTable kBinary = {
+    {"Ki", kKi}, {"Mi", kKi* kKi}, {"Gi", kKi* kKi* kKi}, {"Ti", kKi* kKi* kKi* kKi}};
+
+// `unit` ("B" or "B/s") with no prefix, the decimal prefixes K, M, G, T and the binary ones Ki,
+// Mi, Gi, Ti (IEC 80000-13).
+UnitTable bytes_scaled(const std::string& unit) {
+  UnitTable table = {{unit, 1}};
+  for (const UnitTable* prefixes : {&kDecimal, &kBinary})
+    for (const auto& [prefix, factor] : *prefixes) table.push_back({prefix + unit, factor});
+  return table;
+}
 
 const UnitTable& units_of(Quantity kind) {
-  static const UnitTable bandwidth = {
-      {"B/s", 1},
-      {"KB/s", 1e3},
-      {"MB/s", 1e6},
-      {"GB/s", 1e9},
-      {"TB/s", 1e12},
-      {"KiB/s", kKi},
-      {"MiB/s", kKi * kKi},
-      {"GiB/s", kKi * kKi * kKi},
-      {"TiB/s", kKi * kKi * kKi * kKi},
-      {"Kb/s", 1e3 / 8},
-      {"Mb/s", 1e6 / 8},
-      {"Gb/s", 1e9 / 8},
-      {"Tb/s", 1e12 / 8},
-      {"Kbps", 1e3 / 8},
-      {"Mbps", 1e6 / 8},
-      {"Gbps", 1e9 / 8},
-      {"Tbps", 1e12 / 8},
-  };
+  static const UnitTable bandwidth = [] {
+    UnitTable table = bytes_scaled("B/s");
+    for (const auto& [prefix, factor] : kDecimal) {  // bits per second, two spellings
+      table.push_back({prefix + "b/s", factor / 8});
+      table.push_back({prefix + "bps", factor / 8});
+    }
+    return table;
+  }();
   static const UnitTable latency = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
-  static const UnitTable bytes = {
-      {"B", 1},
-      {"KB", 1e3},
-      {"MB", 1e6},
-      {"GB", 1e9},
-      {"TB", 1e12},
-      {"KiB", kKi},
-      {"MiB", kKi * kKi},
-      {"GiB", kKi * kKi * kKi},
-      {"TiB", kKi * kKi * kKi * kKi},
-  };
+  static const UnitTable bytes = bytes_scaled("B");
   static const UnitTable flop_rate = {
       {"FLOP/s", 1}, {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
   };

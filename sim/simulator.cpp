@@ -1,12 +1,14 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "schedules/transfer.hpp"
@@ -45,6 +47,17 @@ std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
   return "p2p:" + std::to_string(t.receiver) + ":" + sched::to_string(t.receive);
 }
 
+// The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.
+double of_kind(ActionKind kind, double f, double b, double i, double w, double optimizer) {
+  if (kind == ActionKind::OPTIM) return optimizer;
+  const double figures[] = {f, b, i, w};  // ActionKind's order
+  const auto index = static_cast<size_t>(kind);
+  if (index >= std::size(figures))
+    throw std::logic_error("simulator: " + std::string(sched::kind_name(kind)) +
+                           " is not a compute action");
+  return figures[index];
+}
+
 // Seconds the profile measured for a compute action, stretched by the profile's contention
 // factor (the slowdown beyond the fair share of the cores when the device's ranks compute at
 // once), or nullopt without a profile.
@@ -52,37 +65,14 @@ std::optional<double> profiled_seconds(const World& world, const Action& a) {
   const Profile* profile = world.options.profile;
   if (!profile) return std::nullopt;
   const StageSeconds& s = profile->stages.at(a.stage);
-  const double seconds = [&] {
-    switch (a.kind) {
-      case ActionKind::F:
-        return s.forward;
-      case ActionKind::B:
-        return s.backward;
-      case ActionKind::I:
-        return s.input_backward;
-      case ActionKind::W:
-        return s.weight_backward;
-      default:
-        return s.optimizer;
-    }
-  }();
-  return seconds * profile->contention;
+  return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward, s.optimizer) *
+         profile->contention;
 }
 
 double model_flops(const World& world, const Action& a) {
-  const StageCost& stage = world.cost.stage(a.stage);
-  switch (a.kind) {
-    case ActionKind::F:
-      return stage.forward_flops;
-    case ActionKind::B:
-      return stage.input_backward_flops + stage.weight_backward_flops;
-    case ActionKind::I:
-      return stage.input_backward_flops;
-    case ActionKind::W:
-      return stage.weight_backward_flops;
-    default:
-      return stage.optimizer_flops;
-  }
+  const StageCost& s = world.cost.stage(a.stage);
+  return of_kind(a.kind, s.forward_flops, s.input_backward_flops + s.weight_backward_flops,
+                 s.input_backward_flops, s.weight_backward_flops, s.optimizer_flops);
 }
 
 void compute(World& world, int rank, const Action& a) {
