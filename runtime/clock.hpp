@@ -16,6 +16,7 @@ inline double wall_seconds() {
 class RunClock {
  public:
   explicit RunClock(double origin) : origin_(origin) {}
+  /// Seconds since the origin (µs resolution).
   double now() const { return wall_seconds() - origin_; }
   double origin() const { return origin_; }
 

@@ -8,6 +8,7 @@
 
 namespace dtwin::rt {
 
+/// How `dtwin profile` measures: where its token batches come from and how often it repeats.
 struct ProfileOptions {
   std::string data_dir = "data";  ///< for real token batches (stage 0 input, last-stage targets)
   int warmup = 3;                 ///< untimed repetitions before measuring

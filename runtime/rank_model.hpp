@@ -13,6 +13,7 @@
 
 namespace dtwin::rt {
 
+/// One stage held by this rank: its LibTorch module and that module's optimizer.
 struct StageState {
   std::shared_ptr<nn::StageModule> module;
   std::unique_ptr<torch::optim::AdamW> optimizer;

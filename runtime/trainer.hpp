@@ -10,6 +10,7 @@
 
 namespace dtwin::rt {
 
+/// Where a training run reads and writes, and what it records besides the defaults.
 struct TrainOptions {
   std::string output_dir;         ///< measured.*, loss.csv and checkpoints/ go here
   std::string data_dir = "data";  ///< corpus.txt and the cached tokenizer and tokens

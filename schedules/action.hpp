@@ -8,6 +8,7 @@
 
 namespace dtwin::sched {
 
+/// What an action does. The order is the one reports list kinds in.
 enum class ActionKind {
   F,          ///< forward of one microbatch through one stage
   B,          ///< full backward (inputs and weights)
@@ -23,6 +24,8 @@ enum class ActionKind {
 
 inline constexpr int kNoMicrobatch = -1;
 
+/// One entry of a rank's action list: `kind` applied to `stage` (0 .. pp x v - 1) and
+/// `microbatch` (0 .. microbatches - 1).
 struct Action {
   int stage = 0;
   ActionKind kind = ActionKind::F;

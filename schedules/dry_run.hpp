@@ -10,6 +10,7 @@
 
 namespace dtwin::sched {
 
+/// The outcome of a unit-time dry run, in units (F, I, W = 1, B = 2, communication = 0).
 struct DryRun {
   bool deadlocked = false;
   double step_units = 0;                   ///< time at which the last rank finishes

@@ -13,6 +13,7 @@
 
 namespace dtwin::sim {
 
+/// How a simulation times communication and compute.
 struct SimOptions {
   /// Collective model; nullopt picks Message for groups of at most kMessageGroupLimit ranks and
   /// Flow above (Flow's error against Message: tests/test_sim_network.cpp, "Flow all-reduce
@@ -25,6 +26,7 @@ struct SimOptions {
 
 inline constexpr int kMessageGroupLimit = 32;
 
+/// A simulated step: its predicted timeline and summary.
 struct SimResult {
   std::vector<trace::TimedAction> events;  ///< one per executed action, predicted times
   trace::StepSummary summary;              ///< with peak memory and MFU filled in

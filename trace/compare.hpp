@@ -54,11 +54,13 @@ struct Figure {
   double relative_error() const;
 };
 
+/// One rank's step totals, in seconds per step.
 struct RankComparison {
   int rank = 0;
   Figure compute_s, comm_s, idle_s;  ///< comm_s: exposed communication
 };
 
+/// One action kind's durations, in seconds.
 struct KindComparison {
   ActionKind kind = ActionKind::F;
   int count_per_step = 0;  ///< actions of this kind in one step, over all ranks
@@ -73,17 +75,20 @@ struct KindComparison {
   double blocking_error_s() const { return count_per_step * mean_blocking_s.error(); }
 };
 
+/// One (rank, action)'s duration, in seconds.
 struct ActionComparison {
   int rank = 0;
   std::string action;  ///< canonical text, e.g. "1B3"
   Figure duration_s;   ///< measured: mean over the kept steps
 };
 
+/// One rank's peak memory.
 struct MemoryComparison {
   int rank = 0;
-  Figure peak_bytes;
+  Figure peak_bytes;  ///< bytes
 };
 
+/// Everything compare.json and report.md say; times in seconds (see the top of this header).
 struct Comparison {
   int world_size = 0;
   int measured_steps = 0;  ///< kept measured steps

@@ -26,13 +26,15 @@ struct TimedAction {
 
 /// Per-rank totals over one step, in seconds and bytes.
 struct RankSummary {
-  double compute_s = 0;  ///< F, B, I, W and OPTIM
-  double comm_s = 0;     ///< exposed communication
-  double idle_s = 0;     ///< step time - compute - exposed communication
-  double peak_memory_bytes = 0;
-  bool memory_ok = true;  ///< peak memory fits the device's share
+  double compute_s = 0;          ///< F, B, I, W and OPTIM
+  double comm_s = 0;             ///< exposed communication
+  double idle_s = 0;             ///< step time - compute - exposed communication
+  double peak_memory_bytes = 0;  ///< predicted peak, or measured peak RSS (CPU) / allocator peak
+  bool memory_ok = true;         ///< peak memory fits the device's share
 };
 
+/// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per
+/// rank (index = rank).
 struct StepSummary {
   double step_time_s = 0;
   double bubble_fraction = 0;  ///< mean over ranks of idle_s / step_time_s
