@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "schedules/transfer.hpp"
+
 namespace dtwin::rt {
 namespace {
 
@@ -135,28 +137,6 @@ void Executor::weight_backward(const Action& a) {
   stashes_.erase(key);
 }
 
-Action Executor::peer_action(const Action& a) const {
-  switch (a.kind) {
-    case ActionKind::SEND_F:
-      return {a.stage + 1, ActionKind::RECV_F, a.microbatch};
-    case ActionKind::SEND_B:
-      return {a.stage - 1, ActionKind::RECV_B, a.microbatch};
-    case ActionKind::RECV_F:
-      return {a.stage - 1, ActionKind::SEND_F, a.microbatch};
-    default:
-      return {a.stage + 1, ActionKind::SEND_B, a.microbatch};
-  }
-}
-
-// One tag per (receiving stage, direction, microbatch) within a step.
-int Executor::tag(const Action& a) const {
-  const bool forward = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_F;
-  const int receiver = a.kind == ActionKind::SEND_F   ? a.stage + 1
-                       : a.kind == ActionKind::SEND_B ? a.stage - 1
-                                                      : a.stage;
-  return (receiver * 2 + (forward ? 0 : 1)) * schedule_.layout.microbatches + a.microbatch;
-}
-
 // Messages carry the tensor and, in one extra element, the time the sender posted it, so that
 // the receiver can split its wait into idle time and exposed communication.
 void Executor::send(const Action& a) {
@@ -172,10 +152,12 @@ void Executor::send(const Action& a) {
   buffer.narrow(0, 0, tensor.numel()).copy_(tensor.reshape(-1));
   buffer[tensor.numel()] = clock_.now();
   std::vector<torch::Tensor> tensors{buffer};
-  const int peer = peer_action(a).stage % schedule_.layout.pp;
-  const int peer_rank = schedule_.layout.rank(schedule_.layout.dp_index(rank_), peer);
+  const sched::Layout& layout = schedule_.layout;
+  const int peer_rank = sched::peer_of(layout, rank_, a).rank;
+  const int peer = layout.pipeline_rank(peer_rank);
+  const int tag = sched::transfer_tag(layout, a);
   auto work = comm_.post(sched::to_string(a), {peer_rank},
-                         [&] { return comm_.pipeline().send(tensors, peer, tag(a)); });
+                         [&] { return comm_.pipeline().send(tensors, peer, tag); });
   sends_.push_back({work, buffer, events_.size(), peer_rank});
 }
 
@@ -186,10 +168,12 @@ void Executor::receive(const Action& a) {
   torch::Tensor buffer = torch::empty({numel + 1}, torch::kFloat32);
   std::vector<torch::Tensor> tensors{buffer};
   const double start = clock_.now();
-  const int peer = peer_action(a).stage % schedule_.layout.pp;
-  const int peer_rank = schedule_.layout.rank(schedule_.layout.dp_index(rank_), peer);
+  const sched::Layout& layout = schedule_.layout;
+  const int peer_rank = sched::peer_of(layout, rank_, a).rank;
+  const int peer = layout.pipeline_rank(peer_rank);
+  const int tag = sched::transfer_tag(layout, a);
   wait(comm_.post(sched::to_string(a), {peer_rank},
-                  [&] { return comm_.pipeline().recv(tensors, peer, tag(a)); }),
+                  [&] { return comm_.pipeline().recv(tensors, peer, tag); }),
        a, {peer_rank});
   const double posted = buffer[numel].item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));

@@ -51,8 +51,6 @@ class Executor {
   void optimizer_step(const sched::Action& a);
 
   void run_backward(const sched::Action& a, bool split);
-  sched::Action peer_action(const sched::Action& a) const;
-  int tag(const sched::Action& a) const;
   bool local_stage(int stage) const { return stages_.count(stage) > 0; }
   void wait(c10::intrusive_ptr<c10d::Work> work, const sched::Action& a,
             const std::vector<int>& peers);
