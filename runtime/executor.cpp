@@ -11,6 +11,38 @@ namespace {
 using sched::Action;
 using sched::ActionKind;
 
+// map[key], which action `a` of `rank` needs; throws std::logic_error "rank R: A needs WHAT,
+// which this rank does not hold" when it is missing (a schedule the executor cannot run).
+template <typename Map>
+typename Map::mapped_type& held(Map& map, const typename Map::key_type& key, int rank,
+                                const Action& a, const std::string& what) {
+  auto it = map.find(key);
+  if (it == map.end())
+    throw std::logic_error("rank " + std::to_string(rank) + ": " + sched::to_string(a) + " needs " +
+                           what + ", which this rank does not hold");
+  return it->second;
+}
+
+// Removes map[key] and returns it; throws as held().
+template <typename Map>
+typename Map::mapped_type take(Map& map, const typename Map::key_type& key, int rank,
+                               const Action& a, const std::string& what) {
+  typename Map::mapped_type value = std::move(held(map, key, rank, a, what));
+  map.erase(key);
+  return value;
+}
+
+// "the output of 1F3": what the action of `kind` on a's (stage, microbatch) produced.
+std::string of(const std::string& what, ActionKind kind, const Action& a) {
+  return what + " of " + sched::to_string({a.stage, kind, a.microbatch});
+}
+
+// "the output gradient of stage 1 microbatch 3", whichever action produced it.
+std::string of_microbatch(const std::string& what, const Action& a) {
+  return what + " of stage " + std::to_string(a.stage) + " microbatch " +
+         std::to_string(a.microbatch);
+}
+
 }  // namespace
 
 Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
@@ -73,8 +105,12 @@ void Executor::wait(c10::intrusive_ptr<c10d::Work> work, const Action& a,
   comm_.wait(work, sched::to_string(a), peers);
 }
 
+StageState& Executor::stage_of(const Action& a) {
+  return held(stages_, a.stage, rank_, a, "the module of stage " + std::to_string(a.stage));
+}
+
 void Executor::forward(const Action& a) {
-  StageState& stage = stages_.at(a.stage);
+  StageState& stage = stage_of(a);
   const Key key{a.stage, a.microbatch};
   const sched::Layout& layout = schedule_.layout;
   const LayoutSpec& spec = scenario_.layout;
@@ -87,8 +123,9 @@ void Executor::forward(const Action& a) {
   if (first) {
     input = batch.inputs;
   } else {
-    input = activations_.at(key).detach().requires_grad_(true);
-    activations_.erase(key);
+    input = take(activations_, key, rank_, a, of_microbatch("the input activation", a))
+                .detach()
+                .requires_grad_(true);
     inputs_[key] = input;
   }
   torch::Tensor output = stage.module->forward(input, last ? batch.targets : torch::Tensor());
@@ -104,20 +141,17 @@ void Executor::forward(const Action& a) {
 void Executor::run_backward(const Action& a, bool split) {
   const Key key{a.stage, a.microbatch};
   const bool last = a.stage == schedule_.layout.num_stages() - 1;
-  torch::Tensor output = outputs_.at(key);
-  outputs_.erase(key);
+  torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
   {
     nn::StashGuard guard(split ? &stashes_[key] : nullptr);
     if (last) {
       (output / schedule_.layout.microbatches).backward();
     } else {
-      output.backward(gradients_.at(key));
-      gradients_.erase(key);
+      output.backward(take(gradients_, key, rank_, a, of_microbatch("the output gradient", a)));
     }
   }
   if (a.stage == 0) return;
-  torch::Tensor grad = inputs_.at(key).grad();
-  inputs_.erase(key);
+  torch::Tensor grad = take(inputs_, key, rank_, a, of("the input", ActionKind::F, a)).grad();
   if (local_stage(a.stage - 1))
     gradients_[{a.stage - 1, a.microbatch}] = grad;
   else
@@ -133,8 +167,7 @@ void Executor::input_backward(const Action& a) {
 
 void Executor::weight_backward(const Action& a) {
   const Key key{a.stage, a.microbatch};
-  stashes_.at(key).apply();
-  stashes_.erase(key);
+  take(stashes_, key, rank_, a, of("the weight-gradient stash", ActionKind::I, a)).apply();
 }
 
 // Messages carry the tensor and, in one extra element, the time the sender posted it, so that
@@ -143,10 +176,9 @@ void Executor::send(const Action& a) {
   const Key key{a.stage, a.microbatch};
   torch::Tensor tensor;
   if (a.kind == ActionKind::SEND_F) {
-    tensor = outputs_.at(key).detach();
+    tensor = held(outputs_, key, rank_, a, of("the output", ActionKind::F, a)).detach();
   } else {
-    tensor = input_grads_.at(key);
-    input_grads_.erase(key);
+    tensor = take(input_grads_, key, rank_, a, of_microbatch("the input gradient", a));
   }
   torch::Tensor buffer = torch::empty({tensor.numel() + 1}, tensor.options());
   buffer.narrow(0, 0, tensor.numel()).copy_(tensor.reshape(-1));
@@ -188,7 +220,7 @@ void Executor::receive(const Action& a) {
 }
 
 void Executor::optimizer_step(const Action& a) {
-  StageState& stage = stages_.at(a.stage);
+  StageState& stage = stage_of(a);
   stage.optimizer->step();
   stage.optimizer->zero_grad();
 }

@@ -33,8 +33,9 @@ class Executor {
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
   /// group; B (or I then W) runs the backward of loss/m; ALLREDUCE applies the layout's dp_sync
-  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler and
-  /// RankLost when a peer is gone.
+  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler or
+  /// when an action needs a module or tensor this rank does not hold (the message names the rank,
+  /// the action and what is missing), and RankLost when a peer is gone.
   StepResult run_step(int64_t step);
 
  private:
@@ -51,6 +52,8 @@ class Executor {
   void optimizer_step(const sched::Action& a);
 
   void run_backward(const sched::Action& a, bool split);
+  /// This rank's module of a's stage; throws std::logic_error naming the rank and `a` if none.
+  StageState& stage_of(const sched::Action& a);
   bool local_stage(int stage) const { return stages_.count(stage) > 0; }
   void wait(c10::intrusive_ptr<c10d::Work> work, const sched::Action& a,
             const std::vector<int>& peers);
