@@ -85,7 +85,8 @@ Executor::StepResult Executor::run_step(int64_t step) {
   // SEND when its receiver got it).
   for (PendingSend& pending : sends_) {
     const double start = clock_.now();
-    wait(pending.work, events_[pending.event].action, {pending.peer});
+    for (const auto& work : pending.works)
+      wait(work, events_[pending.event].action, {pending.peer});
     trace::TimedAction& event = events_[pending.event];
     event.end = clock_.now();
     event.exposed_comm = event.end - start;
@@ -170,8 +171,27 @@ void Executor::weight_backward(const Action& a) {
   take(stashes_, key, rank_, a, of("the weight-gradient stash", ActionKind::I, a)).apply();
 }
 
-// Messages carry the tensor and, in one extra element, the time the sender posted it, so that
-// the receiver can split its wait into idle time and exposed communication.
+int Executor::peer_rank(const Action& a) const {
+  return sched::peer_of(schedule_.layout, rank_, a).rank;
+}
+
+Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Tensor>& message) {
+  const sched::Layout& layout = schedule_.layout;
+  const int peer = peer_rank(a);
+  const int group_rank = layout.pipeline_rank(peer);
+  const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
+  Works works;
+  for (size_t i = 0; i < message.size(); ++i) {
+    std::vector<torch::Tensor> tensors{message[i]};
+    const int tag = sched::transfer_tag(layout, a) + int(i) * sched::transfer_tag_count(layout);
+    works.push_back(comm_.post(sched::to_string(a), {peer}, [&] {
+      return send ? comm_.pipeline().send(tensors, group_rank, tag)
+                  : comm_.pipeline().recv(tensors, group_rank, tag);
+    }));
+  }
+  return works;
+}
+
 void Executor::send(const Action& a) {
   const Key key{a.stage, a.microbatch};
   torch::Tensor tensor;
@@ -180,43 +200,26 @@ void Executor::send(const Action& a) {
   } else {
     tensor = take(input_grads_, key, rank_, a, of_microbatch("the input gradient", a));
   }
-  torch::Tensor buffer = torch::empty({tensor.numel() + 1}, tensor.options());
-  buffer.narrow(0, 0, tensor.numel()).copy_(tensor.reshape(-1));
-  buffer[tensor.numel()] = clock_.now();
-  std::vector<torch::Tensor> tensors{buffer};
-  const sched::Layout& layout = schedule_.layout;
-  const int peer_rank = sched::peer_of(layout, rank_, a).rank;
-  const int peer = layout.pipeline_rank(peer_rank);
-  const int tag = sched::transfer_tag(layout, a);
-  auto work = comm_.post(sched::to_string(a), {peer_rank},
-                         [&] { return comm_.pipeline().send(tensors, peer, tag); });
-  sends_.push_back({work, buffer, events_.size(), peer_rank});
+  const std::vector<torch::Tensor> message{tensor.contiguous(),
+                                           torch::full({1}, clock_.now(), torch::kFloat64)};
+  sends_.push_back({transfer(a, message), message, events_.size(), peer_rank(a)});
 }
 
 void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
-  const int64_t numel =
-      int64_t(spec.micro_batch_size) * scenario_.model.seq_len * scenario_.model.d_model;
-  torch::Tensor buffer = torch::empty({numel + 1}, torch::kFloat32);
-  std::vector<torch::Tensor> tensors{buffer};
+  const std::vector<torch::Tensor> message{
+      torch::empty({spec.micro_batch_size, scenario_.model.seq_len, scenario_.model.d_model},
+                   torch::kFloat32),
+      torch::empty({1}, torch::kFloat64)};
   const double start = clock_.now();
-  const sched::Layout& layout = schedule_.layout;
-  const int peer_rank = sched::peer_of(layout, rank_, a).rank;
-  const int peer = layout.pipeline_rank(peer_rank);
-  const int tag = sched::transfer_tag(layout, a);
-  wait(comm_.post(sched::to_string(a), {peer_rank},
-                  [&] { return comm_.pipeline().recv(tensors, peer, tag); }),
-       a, {peer_rank});
-  const double posted = buffer[numel].item<double>();
+  for (const auto& work : transfer(a, message)) wait(work, a, {peer_rank(a)});
+  const double posted = message[1].item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));
-  torch::Tensor tensor =
-      buffer.narrow(0, 0, numel)
-          .view({spec.micro_batch_size, scenario_.model.seq_len, scenario_.model.d_model});
   const Key key{a.stage, a.microbatch};
   if (a.kind == ActionKind::RECV_F)
-    activations_[key] = tensor;
+    activations_[key] = message[0];
   else
-    gradients_[key] = tensor;
+    gradients_[key] = message[0];
 }
 
 void Executor::optimizer_step(const Action& a) {
