@@ -1,13 +1,13 @@
 // `dtwin run`: the main job — profile (or reuse the cache), simulate with the profile, train,
 // compare and plot, with one summary at the end.
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
 #include "cli/output_dir.hpp"
+#include "cli/plot_runner.hpp"
 #include "cli/profile_cache.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
@@ -43,14 +43,9 @@ std::vector<std::string> train_args(const RunOptions& options, const std::string
 bool plot(const std::string& dir) {
   std::cout << std::flush;
   bool ok = true;
-  for (const char* script : {"timeline.py", "loss.py"}) {
-    const std::string command =
-        std::string(DTWIN_PYTHON) + " " + DTWIN_SOURCE_DIR + "/plots/" + script + " '" + dir + "'";
-    if (std::system(command.c_str()) != 0) {
-      std::fprintf(stderr, "warning: %s failed\n", command.c_str());
-      ok = false;
-    }
-  }
+  for (const char* script : {"timeline.py", "loss.py"})
+    ok &=
+        run_python_script(DTWIN_PYTHON, std::string(DTWIN_SOURCE_DIR) + "/plots/" + script, {dir});
   return ok;
 }
 

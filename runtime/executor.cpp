@@ -3,11 +3,45 @@
 #include <algorithm>
 #include <chrono>
 
+#include "schedules/transfer.hpp"
+
 namespace dtwin::rt {
 namespace {
 
 using sched::Action;
 using sched::ActionKind;
+
+// map[key], which action `a` of `rank` needs; throws std::logic_error "rank R: A needs WHAT,
+// which this rank does not hold" when it is missing (a schedule the executor cannot run).
+template <typename Map>
+typename Map::mapped_type& held(Map& map, const typename Map::key_type& key, int rank,
+                                const Action& a, const std::string& what) {
+  auto it = map.find(key);
+  if (it == map.end())
+    throw std::logic_error("rank " + std::to_string(rank) + ": " + sched::to_string(a) + " needs " +
+                           what + ", which this rank does not hold");
+  return it->second;
+}
+
+// Removes map[key] and returns it; throws as held().
+template <typename Map>
+typename Map::mapped_type take(Map& map, const typename Map::key_type& key, int rank,
+                               const Action& a, const std::string& what) {
+  typename Map::mapped_type value = std::move(held(map, key, rank, a, what));
+  map.erase(key);
+  return value;
+}
+
+// "the output of 1F3": what the action of `kind` on a's (stage, microbatch) produced.
+std::string of(const std::string& what, ActionKind kind, const Action& a) {
+  return what + " of " + sched::to_string({a.stage, kind, a.microbatch});
+}
+
+// "the output gradient of stage 1 microbatch 3", whichever action produced it.
+std::string of_microbatch(const std::string& what, const Action& a) {
+  return what + " of stage " + std::to_string(a.stage) + " microbatch " +
+         std::to_string(a.microbatch);
+}
 
 }  // namespace
 
@@ -51,7 +85,8 @@ Executor::StepResult Executor::run_step(int64_t step) {
   // SEND when its receiver got it).
   for (PendingSend& pending : sends_) {
     const double start = clock_.now();
-    wait(pending.work, events_[pending.event].action, {pending.peer});
+    for (const auto& work : pending.works)
+      wait(work, events_[pending.event].action, {pending.peer});
     trace::TimedAction& event = events_[pending.event];
     event.end = clock_.now();
     event.exposed_comm = event.end - start;
@@ -71,8 +106,12 @@ void Executor::wait(c10::intrusive_ptr<c10d::Work> work, const Action& a,
   comm_.wait(work, sched::to_string(a), peers);
 }
 
+StageState& Executor::stage_of(const Action& a) {
+  return held(stages_, a.stage, rank_, a, "the module of stage " + std::to_string(a.stage));
+}
+
 void Executor::forward(const Action& a) {
-  StageState& stage = stages_.at(a.stage);
+  StageState& stage = stage_of(a);
   const Key key{a.stage, a.microbatch};
   const sched::Layout& layout = schedule_.layout;
   const LayoutSpec& spec = scenario_.layout;
@@ -85,8 +124,9 @@ void Executor::forward(const Action& a) {
   if (first) {
     input = batch.inputs;
   } else {
-    input = activations_.at(key).detach().requires_grad_(true);
-    activations_.erase(key);
+    input = take(activations_, key, rank_, a, of_microbatch("the input activation", a))
+                .detach()
+                .requires_grad_(true);
     inputs_[key] = input;
   }
   torch::Tensor output = stage.module->forward(input, last ? batch.targets : torch::Tensor());
@@ -102,20 +142,17 @@ void Executor::forward(const Action& a) {
 void Executor::run_backward(const Action& a, bool split) {
   const Key key{a.stage, a.microbatch};
   const bool last = a.stage == schedule_.layout.num_stages() - 1;
-  torch::Tensor output = outputs_.at(key);
-  outputs_.erase(key);
+  torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
   {
     nn::StashGuard guard(split ? &stashes_[key] : nullptr);
     if (last) {
       (output / schedule_.layout.microbatches).backward();
     } else {
-      output.backward(gradients_.at(key));
-      gradients_.erase(key);
+      output.backward(take(gradients_, key, rank_, a, of_microbatch("the output gradient", a)));
     }
   }
   if (a.stage == 0) return;
-  torch::Tensor grad = inputs_.at(key).grad();
-  inputs_.erase(key);
+  torch::Tensor grad = take(inputs_, key, rank_, a, of("the input", ActionKind::F, a)).grad();
   if (local_stage(a.stage - 1))
     gradients_[{a.stage - 1, a.microbatch}] = grad;
   else
@@ -131,80 +168,62 @@ void Executor::input_backward(const Action& a) {
 
 void Executor::weight_backward(const Action& a) {
   const Key key{a.stage, a.microbatch};
-  stashes_.at(key).apply();
-  stashes_.erase(key);
+  take(stashes_, key, rank_, a, of("the weight-gradient stash", ActionKind::I, a)).apply();
 }
 
-Action Executor::peer_action(const Action& a) const {
-  switch (a.kind) {
-    case ActionKind::SEND_F:
-      return {a.stage + 1, ActionKind::RECV_F, a.microbatch};
-    case ActionKind::SEND_B:
-      return {a.stage - 1, ActionKind::RECV_B, a.microbatch};
-    case ActionKind::RECV_F:
-      return {a.stage - 1, ActionKind::SEND_F, a.microbatch};
-    default:
-      return {a.stage + 1, ActionKind::SEND_B, a.microbatch};
+int Executor::peer_rank(const Action& a) const {
+  return sched::peer_of(schedule_.layout, rank_, a).rank;
+}
+
+Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Tensor>& message) {
+  const sched::Layout& layout = schedule_.layout;
+  const int peer = peer_rank(a);
+  const int group_rank = layout.pipeline_rank(peer);
+  const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
+  Works works;
+  for (size_t i = 0; i < message.size(); ++i) {
+    std::vector<torch::Tensor> tensors{message[i]};
+    const int tag = sched::transfer_tag(layout, a) + int(i) * sched::transfer_tag_count(layout);
+    works.push_back(comm_.post(sched::to_string(a), {peer}, [&] {
+      return send ? comm_.pipeline().send(tensors, group_rank, tag)
+                  : comm_.pipeline().recv(tensors, group_rank, tag);
+    }));
   }
+  return works;
 }
 
-// One tag per (receiving stage, direction, microbatch) within a step.
-int Executor::tag(const Action& a) const {
-  const bool forward = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_F;
-  const int receiver = a.kind == ActionKind::SEND_F   ? a.stage + 1
-                       : a.kind == ActionKind::SEND_B ? a.stage - 1
-                                                      : a.stage;
-  return (receiver * 2 + (forward ? 0 : 1)) * schedule_.layout.microbatches + a.microbatch;
-}
-
-// Messages carry the tensor and, in one extra element, the time the sender posted it, so that
-// the receiver can split its wait into idle time and exposed communication.
 void Executor::send(const Action& a) {
   const Key key{a.stage, a.microbatch};
   torch::Tensor tensor;
   if (a.kind == ActionKind::SEND_F) {
-    tensor = outputs_.at(key).detach();
+    tensor = held(outputs_, key, rank_, a, of("the output", ActionKind::F, a)).detach();
   } else {
-    tensor = input_grads_.at(key);
-    input_grads_.erase(key);
+    tensor = take(input_grads_, key, rank_, a, of_microbatch("the input gradient", a));
   }
-  torch::Tensor buffer = torch::empty({tensor.numel() + 1}, tensor.options());
-  buffer.narrow(0, 0, tensor.numel()).copy_(tensor.reshape(-1));
-  buffer[tensor.numel()] = clock_.now();
-  std::vector<torch::Tensor> tensors{buffer};
-  const int peer = peer_action(a).stage % schedule_.layout.pp;
-  const int peer_rank = schedule_.layout.rank(schedule_.layout.dp_index(rank_), peer);
-  auto work = comm_.post(sched::to_string(a), {peer_rank},
-                         [&] { return comm_.pipeline().send(tensors, peer, tag(a)); });
-  sends_.push_back({work, buffer, events_.size(), peer_rank});
+  const std::vector<torch::Tensor> message{tensor.contiguous(),
+                                           torch::full({1}, clock_.now(), torch::kFloat64)};
+  sends_.push_back({transfer(a, message), message, events_.size(), peer_rank(a)});
 }
 
 void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
-  const int64_t numel =
-      int64_t(spec.micro_batch_size) * scenario_.model.seq_len * scenario_.model.d_model;
-  torch::Tensor buffer = torch::empty({numel + 1}, torch::kFloat32);
-  std::vector<torch::Tensor> tensors{buffer};
+  const std::vector<torch::Tensor> message{
+      torch::empty({spec.micro_batch_size, scenario_.model.seq_len, scenario_.model.d_model},
+                   torch::kFloat32),
+      torch::empty({1}, torch::kFloat64)};
   const double start = clock_.now();
-  const int peer = peer_action(a).stage % schedule_.layout.pp;
-  const int peer_rank = schedule_.layout.rank(schedule_.layout.dp_index(rank_), peer);
-  wait(comm_.post(sched::to_string(a), {peer_rank},
-                  [&] { return comm_.pipeline().recv(tensors, peer, tag(a)); }),
-       a, {peer_rank});
-  const double posted = buffer[numel].item<double>();
+  for (const auto& work : transfer(a, message)) wait(work, a, {peer_rank(a)});
+  const double posted = message[1].item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));
-  torch::Tensor tensor =
-      buffer.narrow(0, 0, numel)
-          .view({spec.micro_batch_size, scenario_.model.seq_len, scenario_.model.d_model});
   const Key key{a.stage, a.microbatch};
   if (a.kind == ActionKind::RECV_F)
-    activations_[key] = tensor;
+    activations_[key] = message[0];
   else
-    gradients_[key] = tensor;
+    gradients_[key] = message[0];
 }
 
 void Executor::optimizer_step(const Action& a) {
-  StageState& stage = stages_.at(a.stage);
+  StageState& stage = stage_of(a);
   stage.optimizer->step();
   stage.optimizer->zero_grad();
 }

@@ -1,5 +1,12 @@
 // The executor: walks one rank's lowered action list through a dispatch table from action kind
 // to handler, and times every action on the run's common clock.
+//
+// A transfer (SEND/RECV pair) is two Gloo messages on the pipeline group, since a Gloo send
+// carries exactly one tensor: first the activation or gradient itself, exactly as computed
+// (tag sched::transfer_tag), then the time its sender posted it, one float64 in seconds on the
+// run clock (tag transfer_tag + transfer_tag_count, a tag space of its own). The receiver counts
+// as exposed communication the part of its wait after both it and the sender were ready:
+// now - max(receive start, posted).
 #pragma once
 
 #include <torch/torch.h>
@@ -33,8 +40,9 @@ class Executor {
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
   /// group; B (or I then W) runs the backward of loss/m; ALLREDUCE applies the layout's dp_sync
-  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler and
-  /// RankLost when a peer is gone.
+  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler or
+  /// when an action needs a module or tensor this rank does not hold (the message names the rank,
+  /// the action and what is missing), and RankLost when a peer is gone.
   StepResult run_step(int64_t step);
 
  private:
@@ -50,9 +58,17 @@ class Executor {
   void dp_sync(const sched::Action& a);
   void optimizer_step(const sched::Action& a);
 
+  using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
+
   void run_backward(const sched::Action& a, bool split);
-  sched::Action peer_action(const sched::Action& a) const;
-  int tag(const sched::Action& a) const;
+  /// Global rank at the other end of a's transfer (a is a SEND or RECV).
+  int peer_rank(const sched::Action& a) const;
+  /// Posts a's transfer on the pipeline group, one Gloo message per tensor of `message` (sends
+  /// for a SEND, receives into them for a RECV); tensor i gets tag
+  /// transfer_tag + i * transfer_tag_count, so every message of a step has its own tag.
+  Works transfer(const sched::Action& a, const std::vector<torch::Tensor>& message);
+  /// This rank's module of a's stage; throws std::logic_error naming the rank and `a` if none.
+  StageState& stage_of(const sched::Action& a);
   bool local_stage(int stage) const { return stages_.count(stage) > 0; }
   void wait(c10::intrusive_ptr<c10d::Work> work, const sched::Action& a,
             const std::vector<int>& peers);
@@ -76,10 +92,10 @@ class Executor {
   std::map<Key, torch::Tensor> input_grads_;  // gradient of (stage, mb)'s input, for SEND_B
   std::map<Key, nn::WeightGradStash> stashes_;
   struct PendingSend {
-    c10::intrusive_ptr<c10d::Work> work;
-    torch::Tensor buffer;
-    size_t event;  // index into events_
-    int peer;      // receiving rank
+    Works works;
+    std::vector<torch::Tensor> message;  // kept alive until the works complete
+    size_t event;                        // index into events_
+    int peer;                            // receiving rank
   };
   std::vector<PendingSend> sends_;
   std::vector<trace::TimedAction> events_;

@@ -30,16 +30,17 @@ void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::
   for (trace::TimedAction& e : events) {
     if (e.action.kind != sched::ActionKind::SEND_F && e.action.kind != sched::ActionKind::SEND_B)
       continue;
-    const sched::Transfer t = sched::transfer_of(layout, e.rank, e.action);
-    auto it = received.find({e.step, t.receiver, sched::to_string(t.receive)});
+    const sched::Endpoint to = sched::receiver_of(layout, e.rank, e.action);
+    auto it = received.find({e.step, to.rank, sched::to_string(to.action)});
     if (it != received.end()) e.end = std::max(e.start, std::min(e.end, it->second));
   }
 }
 
 }  // namespace
 
-void write_measured(c10d::Store& store, const Scenario& scenario, const CostModel& cost,
-                    int world_size, const std::string& output_dir) {
+void write_measured(c10d::Store& store, const Scenario& scenario, const sched::Layout& layout,
+                    const CostModel& cost, const std::string& output_dir) {
+  const int world_size = layout.world_size();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0);
   for (int rank = 0; rank < world_size; ++rank) {
@@ -51,8 +52,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const CostMode
       events.push_back(e);
     }
   }
-  const LayoutSpec& spec = scenario.layout;
-  end_sends_at_receipt(events, {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches});
+  end_sends_at_receipt(events, layout);
   write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, world_size));
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);

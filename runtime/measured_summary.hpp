@@ -7,14 +7,16 @@
 
 #include "models/cost_model.hpp"
 #include "models/scenario.hpp"
+#include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
 
-/// Reads "events/<rank>" ({peak_memory_bytes, trace}) of every rank from `store` (waiting for
-/// each), and writes OUT/measured.trace.json (all steps) and OUT/measured.summary.json (the
-/// simulator's keys, averaged over the steps after the first; tokens_per_s and MFU from the
-/// scenario's global batch, peak_flops and device count; peak memory = the rank's peak RSS).
-void write_measured(c10d::Store& store, const Scenario& scenario, const CostModel& cost,
-                    int world_size, const std::string& output_dir);
+/// Reads "events/<rank>" ({peak_memory_bytes, trace}) of every rank of the schedule's `layout`
+/// from `store` (waiting for each), and writes OUT/measured.trace.json (all steps) and
+/// OUT/measured.summary.json (the simulator's keys, averaged over the steps after the first;
+/// tokens_per_s and MFU from the scenario's global batch, peak_flops and device count; peak memory
+/// = the rank's peak RSS).
+void write_measured(c10d::Store& store, const Scenario& scenario, const sched::Layout& layout,
+                    const CostModel& cost, const std::string& output_dir);
 
 }  // namespace dtwin::rt

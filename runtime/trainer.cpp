@@ -128,8 +128,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, 0))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
-  if (env.rank == 0)
-    write_measured(comm.store(), scenario, cost, layout.world_size(), options.output_dir);
+  if (env.rank == 0) write_measured(comm.store(), scenario, layout, cost, options.output_dir);
   // Rank 0 may host the store: it leaves last.
   comm.store().add("finished", 1);
   while (env.rank == 0 && comm.store().add("finished", 0) < layout.world_size())

@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "schedules/transfer.hpp"
+
 namespace dtwin::sched {
 namespace {
 
@@ -69,9 +71,10 @@ std::optional<double> inputs_ready(const Layout& layout, const Finished& done, i
     case ActionKind::W:
       return done.get(replica, a.stage, ActionKind::I, a.microbatch);
     case ActionKind::RECV_F:
-      return done.get(replica, a.stage - 1, ActionKind::SEND_F, a.microbatch);
-    case ActionKind::RECV_B:
-      return done.get(replica, a.stage + 1, ActionKind::SEND_B, a.microbatch);
+    case ActionKind::RECV_B: {
+      const Action send = sender_of(layout, 0, a).action;
+      return done.get(replica, send.stage, send.kind, send.microbatch);
+    }
     default:
       return 0.0;
   }

@@ -3,6 +3,7 @@
 #include "schedules/transfer.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -27,26 +28,31 @@ std::set<int> stages_on(const ActionList& actions) {
   return stages;
 }
 
+// The SEND that hands on what compute action `a` of `rank` produces, if its consumer runs on
+// another rank.
+std::optional<Action> send_after(const Layout& layout, int rank, const Action& a) {
+  const bool forward = a.kind == ActionKind::F && a.stage < layout.num_stages() - 1;
+  const bool input_grad = (a.kind == ActionKind::B || a.kind == ActionKind::I) && a.stage > 0;
+  if (!forward && !input_grad) return std::nullopt;
+  const Action send{a.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, a.microbatch};
+  if (receiver_of(layout, rank, send).rank == rank) return std::nullopt;
+  return send;
+}
+
 }  // namespace
 
 Schedule add_communication(const Schedule& schedule) {
   const Layout& layout = schedule.layout;
-  const int last = layout.num_stages() - 1;
   Schedule lowered{schedule.name, layout, std::vector<ActionList>(schedule.ranks.size())};
   // Receives that senders placed for their peers: (rank, stage, kind, microbatch) to emit right
   // before the consuming compute action of that rank.
   std::set<std::tuple<int, int, ActionKind, int>> receives;
-  for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
-    for (const Action& a : schedule.ranks[rank]) {
-      const bool forward = a.kind == ActionKind::F;
-      const bool input_grad = a.kind == ActionKind::B || a.kind == ActionKind::I;
-      if (!(forward && a.stage < last) && !(input_grad && a.stage > 0)) continue;
-      const Transfer t = transfer_of(
-          layout, rank, {a.stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, a.microbatch});
-      if (t.receiver != rank)
-        receives.insert({t.receiver, t.receive.stage, t.receive.kind, a.microbatch});
-    }
-  }
+  for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank)
+    for (const Action& a : schedule.ranks[rank])
+      if (const std::optional<Action> send = send_after(layout, rank, a)) {
+        const Endpoint to = receiver_of(layout, rank, *send);
+        receives.insert({to.rank, to.action.stage, to.action.kind, to.action.microbatch});
+      }
   for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
     ActionList& out = lowered.ranks[rank];
     for (const Action& a : schedule.ranks[rank]) {
@@ -56,10 +62,7 @@ Schedule add_communication(const Schedule& schedule) {
       if ((forward || input_grad) && receives.count({rank, a.stage, recv, a.microbatch}))
         out.push_back({a.stage, recv, a.microbatch});
       out.push_back(a);
-      if (forward && a.stage < last && layout.rank_of_stage(a.stage + 1, rank) != rank)
-        out.push_back({a.stage, ActionKind::SEND_F, a.microbatch});
-      if (input_grad && a.stage > 0 && layout.rank_of_stage(a.stage - 1, rank) != rank)
-        out.push_back({a.stage, ActionKind::SEND_B, a.microbatch});
+      if (const std::optional<Action> send = send_after(layout, rank, a)) out.push_back(*send);
     }
   }
   return lowered;

@@ -1,22 +1,37 @@
-// Who receives what a SEND sends.
+// Who talks to whom: the two ends of every point-to-point transfer and the tag of its message.
+// The one rule used by lowering, validation, the dry run, the simulator and the executor.
 #pragma once
 
 #include "schedules/schedule.hpp"
 
 namespace dtwin::sched {
 
-struct Transfer {
-  int receiver = 0;  ///< global rank
-  Action receive;    ///< the matching RECV_F or RECV_B on that rank
+/// One end of a transfer.
+struct Endpoint {
+  int rank = 0;   ///< global rank
+  Action action;  ///< its SEND_F, SEND_B, RECV_F or RECV_B
 };
 
 /// The receiving end of `send` (a SEND_F or SEND_B run by `rank`): SEND_F of stage s is received
 /// by RECV_F of stage s+1, SEND_B of stage s by RECV_B of stage s-1, in the same replica.
-inline Transfer transfer_of(const Layout& layout, int rank, const Action& send) {
-  const bool forward = send.kind == ActionKind::SEND_F;
-  const int stage = forward ? send.stage + 1 : send.stage - 1;
-  return {layout.rank_of_stage(stage, rank),
-          {stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, send.microbatch}};
-}
+Endpoint receiver_of(const Layout& layout, int rank, const Action& send);
+
+/// The sending end of `receive` (a RECV_F or RECV_B run by `rank`): RECV_F of stage s is sent by
+/// SEND_F of stage s-1, RECV_B of stage s by SEND_B of stage s+1, in the same replica. The exact
+/// inverse of receiver_of.
+Endpoint sender_of(const Layout& layout, int rank, const Action& receive);
+
+/// The other end of `p2p` (any SEND or RECV run by `rank`): receiver_of or sender_of. The stage
+/// of the result may lie outside [0, num_stages) for a malformed action; its rank is then
+/// meaningless.
+Endpoint peer_of(const Layout& layout, int rank, const Action& p2p);
+
+/// Tag of the message of a transfer, the same at both ends: derived from the receiving end's
+/// (stage, direction, microbatch), so unique among the transfers of a step, in
+/// [0, transfer_tag_count(layout)). `p2p` is the SEND or the RECV.
+int transfer_tag(const Layout& layout, const Action& p2p);
+
+/// Number of distinct transfer tags of a step: 2 * num_stages * microbatches.
+int transfer_tag_count(const Layout& layout);
 
 }  // namespace dtwin::sched

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "schedules/dry_run.hpp"
+#include "schedules/transfer.hpp"
 
 namespace dtwin::sched {
 namespace {
@@ -153,27 +154,23 @@ class Validator {
 
   // The producer of a transfer must precede the SEND, the consumer must follow the RECV.
   void check_transfer(int r, int i, const Action& a) const {
-    const int last = layout_.num_stages() - 1;
     const bool forward = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_F;
     const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
-    const int peer_stage = forward == send ? a.stage + 1 : a.stage - 1;
-    if (peer_stage < 0 || peer_stage > last)
-      fail(name(r, i) + " on " + rank_str(r) + ": no stage " + std::to_string(peer_stage) +
+    const Endpoint peer = peer_of(layout_, r, a);
+    const Action& expected = peer.action;
+    if (expected.stage < 0 || expected.stage >= layout_.num_stages())
+      fail(name(r, i) + " on " + rank_str(r) + ": no stage " + std::to_string(expected.stage) +
                " to exchange with",
            {{r, i}});
-    const int peer = layout_.rank_of_stage(peer_stage, r);
-    if (peer == r)
-      fail(name(r, i) + " on " + rank_str(r) + ": stage " + std::to_string(peer_stage) +
+    if (peer.rank == r)
+      fail(name(r, i) + " on " + rank_str(r) + ": stage " + std::to_string(expected.stage) +
                " is on the same rank, nothing to transfer",
            {{r, i}});
-    const ActionKind match = send ? (forward ? ActionKind::RECV_F : ActionKind::RECV_B)
-                                  : (forward ? ActionKind::SEND_F : ActionKind::SEND_B);
-    const Action expected{peer_stage, match, a.microbatch};
-    const int matches = count(peer, match, peer_stage, a.microbatch);
+    const int matches = count(peer.rank, expected.kind, expected.stage, expected.microbatch);
     if (matches != 1)
       fail(name(r, i) + " on " + rank_str(r) + " has " +
                (matches == 0 ? "no matching " : std::to_string(matches) + " matching ") +
-               to_string(expected) + " on " + rank_str(peer),
+               to_string(expected) + " on " + rank_str(peer.rank),
            {{r, i}});
     if (count(r, a.kind, a.stage, a.microbatch) != 1)
       fail(name(r, i) + " appears more than once on " + rank_str(r), {{r, i}});
@@ -202,19 +199,16 @@ class Validator {
           continue;
         }
         // Every cross-rank input has its receive.
-        ActionKind recv = ActionKind::RECV_F;
-        int from = a.stage - 1;
-        if (a.kind == ActionKind::B || a.kind == ActionKind::I) {
-          recv = ActionKind::RECV_B;
-          from = a.stage + 1;
-        } else if (a.kind != ActionKind::F) {
+        Action recv{a.stage, ActionKind::RECV_F, a.microbatch};
+        if (a.kind == ActionKind::B || a.kind == ActionKind::I)
+          recv.kind = ActionKind::RECV_B;
+        else if (a.kind != ActionKind::F)
           continue;
-        }
-        if (from < 0 || from > last || layout_.rank_of_stage(from, r) == r) continue;
-        if (count(r, recv, a.stage, a.microbatch) == 0)
-          fail(name(r, i) + " on " + rank_str(r) + " has no " +
-                   to_string({a.stage, recv, a.microbatch}) + " for its input from " +
-                   rank_str(layout_.rank_of_stage(from, r)),
+        const Endpoint from = sender_of(layout_, r, recv);
+        if (from.action.stage < 0 || from.action.stage > last || from.rank == r) continue;
+        if (count(r, recv.kind, recv.stage, recv.microbatch) == 0)
+          fail(name(r, i) + " on " + rank_str(r) + " has no " + to_string(recv) +
+                   " for its input from " + rank_str(from.rank),
                {{r, i}});
       }
   }

@@ -41,10 +41,10 @@ struct World {
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
 std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
-  if (a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B)
-    return "p2p:" + std::to_string(rank) + ":" + sched::to_string(a);
-  const sched::Transfer t = sched::transfer_of(layout, rank, a);
-  return "p2p:" + std::to_string(t.receiver) + ":" + sched::to_string(t.receive);
+  const bool receive = a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B;
+  const sched::Endpoint to =
+      receive ? sched::Endpoint{rank, a} : sched::receiver_of(layout, rank, a);
+  return "p2p:" + std::to_string(to.rank) + ":" + sched::to_string(to.action);
 }
 
 // The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.

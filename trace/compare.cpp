@@ -72,23 +72,20 @@ std::map<int, Multiset> actions_per_rank(const Events& events) {
 void check_same_actions(int rank, int step, const Multiset& predicted, const Multiset& measured) {
   const std::string where = " in measured step " + std::to_string(step);
   const std::string who = "rank " + std::to_string(rank);
-  for (const auto& [name, count] : measured) {
-    const auto it = predicted.find(name);
-    if (it == predicted.end())
-      throw std::invalid_argument(who + " ran " + name + where +
-                                  " but the prediction has no such action");
-    if (it->second < count)
-      throw std::invalid_argument(who + " ran " + name + " " + times(count) + where +
-                                  " but the prediction has it " + times(it->second));
-  }
-  for (const auto& [name, count] : predicted) {
-    const auto it = measured.find(name);
-    if (it == measured.end())
-      throw std::invalid_argument(who + " did not run " + name + where +
-                                  " but the prediction has it");
-    if (it->second < count)
-      throw std::invalid_argument(who + " ran " + name + " " + times(it->second) + where +
-                                  " but the prediction has it " + times(count));
+  // First the actions run more often than predicted, then those run less often.
+  for (const bool more : {true, false}) {
+    const Multiset& other = more ? predicted : measured;
+    for (const auto& [name, count] : more ? measured : predicted) {
+      const auto it = other.find(name);
+      if (it == other.end())
+        throw std::invalid_argument(
+            more ? who + " ran " + name + where + " but the prediction has no such action"
+                 : who + " did not run " + name + where + " but the prediction has it");
+      const int ran = more ? count : it->second, planned = more ? it->second : count;
+      if (more ? planned < ran : ran < planned)
+        throw std::invalid_argument(who + " ran " + name + " " + times(ran) + where +
+                                    " but the prediction has it " + times(planned));
+    }
   }
 }
 
