@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cli/output_dir.hpp"
+#include "models/file_writer.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin {
@@ -57,8 +58,8 @@ trace::Comparison compare_output_dir(const std::string& folder_path) {
   std::filesystem::path folder = std::filesystem::absolute(dir).lexically_normal();
   if (folder.filename().empty()) folder = folder.parent_path();
   const std::string title = folder.filename().string();
-  write_text_file(dir, "compare.json", trace::to_compare_json(comparison));
-  write_text_file(dir, "report.md", trace::to_markdown_report(comparison, title));
+  write_file(dir + "/compare.json", trace::to_compare_json(comparison));
+  write_file(dir + "/report.md", trace::to_markdown_report(comparison, title));
   std::cout << trace::format_compare_table(comparison, "compare " + title) << "wrote " << dir
             << "/compare.json and report.md\n";
   return comparison;

@@ -11,7 +11,4 @@ namespace dtwin {
 /// std::runtime_error if it cannot be created.
 std::string prepare_output_dir(const std::string& requested, const Scenario& scenario);
 
-/// Writes `text` to dir/name; throws std::runtime_error naming the file on failure.
-void write_text_file(const std::string& dir, const std::string& name, const std::string& text);
-
 }  // namespace dtwin

@@ -5,6 +5,7 @@
 
 #include "cli/output_dir.hpp"
 #include "models/cost_model.hpp"
+#include "models/file_writer.hpp"
 #include "trace/summary_table.hpp"
 #include "trace/timeline.hpp"
 
@@ -23,9 +24,9 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
                                   const sim::SimOptions& options, const std::string& dir) {
   const CostModel cost(scenario);
   const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
-  write_text_file(dir, "predicted.trace.json",
-                  trace::to_chrome_trace(result.events, scenario.world_size()));
-  write_text_file(dir, "predicted.summary.json", trace::to_summary_json(result.summary));
+  write_file(dir + "/predicted.trace.json",
+             trace::to_chrome_trace(result.events, scenario.world_size()));
+  write_file(dir + "/predicted.summary.json", trace::to_summary_json(result.summary));
   std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
             << dir << "/predicted.trace.json and predicted.summary.json\n";
   return result;

@@ -5,15 +5,10 @@
 
 #include <cmath>
 
+#include "models/splitmix64.hpp"
+
 namespace dtwin::nn {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t fnv1a64(std::string_view text) {
   std::uint64_t hash = 0xcbf29ce484222325ULL;

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include <yaml-cpp/yaml.h>
 
 #include "models/config_reader.hpp"
+#include "models/file_writer.hpp"
 
 namespace dtwin {
 
@@ -156,10 +156,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::EndMap;
   if (!out.good()) throw ConfigError(path + ": cannot write profile: " + out.GetLastError());
 
-  std::ofstream file(path);
-  file << out.c_str() << "\n";
-  file.close();
-  if (!file) throw ConfigError(path + ": cannot write profile file");
+  write_file(path, std::string(out.c_str()) + "\n");
 }
 
 void check_profile_matches(const Profile& profile, const Scenario& scenario) {

@@ -7,15 +7,11 @@
 #include <thread>
 
 #include "runtime/clock.hpp"
+#include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
 
 namespace dtwin::rt {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Runs body(rank, group) on `ranks` threads, each a Gloo rank of one group.
 void with_group(int ranks, const std::string& name,

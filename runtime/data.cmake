@@ -15,7 +15,7 @@ endif()
 
 add_library(dtwin_spm MODULE ${CMAKE_CURRENT_LIST_DIR}/data/spm_module.cpp)
 target_include_directories(dtwin_spm PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(dtwin_spm PRIVATE PkgConfig::SentencePiece)
+target_link_libraries(dtwin_spm PRIVATE PkgConfig::SentencePiece fmt::fmt)
 set_target_properties(dtwin_spm PROPERTIES CXX_VISIBILITY_PRESET hidden
                                            VISIBILITY_INLINES_HIDDEN ON)
 
@@ -24,7 +24,7 @@ add_library(dtwin_data
   ${CMAKE_CURRENT_LIST_DIR}/data/tokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/token_dataset.cpp)
 target_include_directories(dtwin_data PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(dtwin_data PUBLIC ${TORCH_LIBRARIES} PRIVATE ${CMAKE_DL_LIBS})
+target_link_libraries(dtwin_data PUBLIC ${TORCH_LIBRARIES} PRIVATE dtwin_spec ${CMAKE_DL_LIBS})
 # Where tokenizer.cpp finds the module (DTWIN_SPM_MODULE in the environment overrides it).
 target_compile_definitions(dtwin_data PRIVATE DTWIN_SPM_MODULE="$<TARGET_FILE:dtwin_spm>")
 add_dependencies(dtwin_data dtwin_spm)

@@ -1,23 +1,17 @@
 #include "runtime/measured_summary.hpp"
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <tuple>
 
+#include "models/file_writer.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin::rt {
 namespace {
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw std::runtime_error(path + ": cannot write");
-}
 
 // Gloo completes a send only when the sender waits for it, at the end of its step. The
 // receiver knows better: the transfer ended when the matching RECV returned. Each SEND's end

@@ -1,5 +1,6 @@
 #include "runtime/profiler.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,15 +12,11 @@
 #include "runtime/clock.hpp"
 #include "runtime/comm_benchmark.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/median.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // One stage with one microbatch of input: real tokens on the first stage, random hidden
 // states elsewhere, and a random output gradient for stages without the loss.
@@ -154,9 +151,8 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::to_string(l.dp) + "|" + scenario.training.precision + "|" + scenario.runtime.backend +
       "|" + std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size());
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
-  return ".cache/profiles/" + scenario.name + "-" + hex + ".yaml";
+  return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
+                     std::hash<std::string>{}(key));
 }
 
 }  // namespace dtwin::rt

@@ -1,5 +1,7 @@
 #include "runtime/trainer.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -47,10 +49,8 @@ class Progress {
                 static_cast<long long>(step + 1), static_cast<long long>(total_), loss,
                 tokens_per_s, seconds, eta);
     std::fflush(stdout);
-    char row[128];
-    std::snprintf(row, sizeof row, "%lld,%.9g,%.6g,%.6g\n", static_cast<long long>(step + 1), loss,
-                  tokens_per_s, seconds);
-    csv_ << row << std::flush;
+    csv_ << fmt::format("{},{:.9g},{:.6g},{:.6g}\n", step + 1, loss, tokens_per_s, seconds)
+         << std::flush;
   }
 
  private:
@@ -68,12 +68,11 @@ void append_digests(const std::string& output_dir, int64_t step, int rank,
       sum += values.sum().item<double>();
       squares += values.square().sum().item<double>();
     }
-    char row[160];
-    std::snprintf(row, sizeof row, "%lld,%d,%d,%a/%a\n", static_cast<long long>(step + 1), rank,
-                  stage, sum, squares);
+    const std::string row =
+        fmt::format("{},{},{},{:a}/{:a}\n", step + 1, rank, stage, sum, squares);
     std::FILE* file = std::fopen((output_dir + "/digests.csv").c_str(), "a");
     if (!file) throw std::runtime_error(output_dir + "/digests.csv: cannot append");
-    std::fputs(row, file);
+    std::fputs(row.c_str(), file);
     std::fclose(file);
   }
 }

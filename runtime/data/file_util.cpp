@@ -32,42 +32,6 @@ FileLock::~FileLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
 }
 
-fs::path temp_path_for(const fs::path& target) {
-  static std::atomic<unsigned> counter{0};
-  std::string name = ".";
-  name += target.filename().string();
-  name += ".tmp.";
-  name += std::to_string(::getpid());
-  name += '.';
-  name += std::to_string(counter++);
-  return target.parent_path() / name;
-}
-
-void commit_file(const fs::path& temp, const fs::path& target) {
-  std::error_code ec;
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw std::runtime_error("cannot rename " + temp.string() + " to " + target.string() + ": " +
-                             ec.message());
-  }
-}
-
-void write_file_atomically(const fs::path& target, const std::string& bytes) {
-  const fs::path temp = temp_path_for(target);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      throw std::runtime_error("cannot write " + temp.string());
-    }
-  }
-  commit_file(temp, target);
-}
-
 bool up_to_date(const fs::path& path, std::initializer_list<fs::path> inputs) {
   std::error_code ec;
   auto t = fs::last_write_time(path, ec);

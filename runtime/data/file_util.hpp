@@ -1,5 +1,5 @@
-// File helpers for caches that several ranks may build at once: an exclusive lock file and
-// "write to a temporary file, then rename" so that no reader ever sees a half-written file.
+// File helpers for caches that several ranks may build at once: an exclusive lock file and a
+// freshness check (whole files are written with models/file_writer.hpp).
 #pragma once
 
 #include <filesystem>
@@ -19,16 +19,6 @@ class FileLock {
  private:
   int fd_ = -1;
 };
-
-/// A fresh path next to `target` (same directory, so that a rename is atomic) for a temporary
-/// file: ".<name>.tmp.<pid>.<counter>".
-std::filesystem::path temp_path_for(const std::filesystem::path& target);
-
-/// Atomically replaces `target` by `temp` (rename(2) within one file system).
-void commit_file(const std::filesystem::path& temp, const std::filesystem::path& target);
-
-/// Writes `bytes` to a temporary file next to `target`, then renames it onto `target`.
-void write_file_atomically(const std::filesystem::path& target, const std::string& bytes);
 
 /// True when `path` exists and was modified no earlier than each of `inputs`.
 bool up_to_date(const std::filesystem::path& path,

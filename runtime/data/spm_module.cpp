@@ -1,5 +1,6 @@
 // libdtwin_spm.so: SentencePiece behind the SpmApi table (see spm_api.hpp for why it is a
 // separate module). Links libsentencepiece; never LibTorch.
+#include <fmt/format.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -66,10 +67,8 @@ bool train(const std::string& input,
   }
   vocab->clear();
   for (int id = 0; id < sp.GetPieceSize(); ++id) {
-    char score[32];
-    std::snprintf(score, sizeof score, "\t%g\n", static_cast<double>(sp.GetScore(id)));
     *vocab += sp.IdToPiece(id);
-    *vocab += score;
+    *vocab += fmt::format("\t{:g}\n", static_cast<double>(sp.GetScore(id)));
   }
   return true;
 }

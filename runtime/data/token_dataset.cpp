@@ -7,6 +7,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "models/file_writer.hpp"
+#include "models/splitmix64.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/tokenizer.hpp"
 
@@ -53,31 +55,13 @@ bool read_cache(const fs::path& path, int vocab_size, std::vector<int32_t>& toke
 }
 
 void write_cache(const fs::path& path, int vocab_size, const std::vector<int32_t>& tokens) {
-  const fs::path temp = data::temp_path_for(path);
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    CacheHeader header{};
-    std::memcpy(header.magic, kMagic, sizeof kMagic);
-    header.vocab_size = vocab_size;
-    header.count = static_cast<int64_t>(tokens.size());
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.write(reinterpret_cast<const char*>(tokens.data()),
-              static_cast<std::streamsize>(tokens.size() * sizeof(int32_t)));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      throw std::runtime_error("cannot write the token cache " + temp.string());
-    }
-  }
-  data::commit_file(temp, path);
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+  CacheHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.vocab_size = vocab_size;
+  header.count = static_cast<int64_t>(tokens.size());
+  std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
+  bytes.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int32_t));
+  write_file(path, bytes);
 }
 
 /// Uniform integer in [0, bound) from a 64-bit generator, by rejection: the same values on every

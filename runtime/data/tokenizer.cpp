@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/file_writer.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/spm_api.hpp"
 
@@ -115,8 +116,8 @@ std::string ensure_tokenizer(const std::string& data_dir, int vocab_size) {
                              " failed: " + error);
   }
   // The vocabulary (for people to read) first, the model last: its presence means done.
-  data::write_file_atomically(fs::path(data_dir) / (stem + ".vocab"), vocab);
-  data::write_file_atomically(model, serialized);
+  write_file(fs::path(data_dir) / (stem + ".vocab"), vocab);
+  write_file(model, serialized);
   return model.string();
 }
 
