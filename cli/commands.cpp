@@ -3,7 +3,7 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "models/scenario_loader.hpp"
+#include "schedules/user_error.hpp"
 #include "schedules/validate.hpp"
 
 namespace dtwin {
@@ -18,14 +18,14 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& options) {
 int run_guarded(const std::function<int()>& body) {
   try {
     return body();
-  } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+  } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const sched::ScheduleError& e) {
     std::cerr << "error: invalid schedule: " << e.what();
+    return 1;
+  } catch (const std::logic_error& e) {  // a broken invariant of dtwin, not of the input
+    std::cerr << "internal error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -20,9 +20,11 @@ struct ScenarioOptions {
 /// Adds the positional SCENARIO argument and the repeatable --set option.
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& options);
 
-/// Runs a command body and maps failures to exit codes: bad input (ConfigError,
-/// std::invalid_argument) prints "error: ..." and returns 2; a schedule that breaks a validator
-/// rule returns 1 with the validator's grid; other exceptions return 1.
+/// Runs a command body and maps failures to exit codes: bad input (UserError, ConfigError among
+/// them) prints "error: ..." and returns 2; a schedule that breaks a validator rule returns 1 with
+/// the validator's grid; a broken invariant (std::logic_error: invalid_argument, out_of_range, ...)
+/// prints "internal error: ..." and returns 1; any other failure (I/O, a lost rank) prints
+/// "error: ..." and returns 1.
 int run_guarded(const std::function<int()>& body);
 
 void add_schedule_command(CLI::App& app, int& exit_code);

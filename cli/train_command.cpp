@@ -13,6 +13,7 @@
 #include "runtime/rank_env.hpp"
 #include "runtime/rank_lost.hpp"
 #include "runtime/trainer.hpp"
+#include "schedules/user_error.hpp"
 
 namespace dtwin {
 namespace {
@@ -36,9 +37,9 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
   train.digests = options.digests;
   if (const auto env = rt::rank_env_from_environment()) {
     if (env->world_size != scenario.world_size())
-      throw std::invalid_argument("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
-                                  " (dp*pp*tp of " + scenario.source + "), got '" +
-                                  std::to_string(env->world_size) + "'");
+      throw UserError("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
+                      " (dp*pp*tp of " + scenario.source + "), got '" +
+                      std::to_string(env->world_size) + "'");
     try {
       return rt::train_rank(scenario, schedule, *env, train);
     } catch (const rt::RankLost& lost) {

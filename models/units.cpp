@@ -2,10 +2,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "schedules/user_error.hpp"
 
 namespace dtwin {
 namespace {
@@ -91,9 +92,7 @@ std::string quantity_description(Quantity kind) {
 }
 
 double parse_quantity(const std::string& text, Quantity kind) {
-  const auto fail = [kind]() {
-    return std::invalid_argument("expected " + quantity_description(kind));
-  };
+  const auto fail = [kind]() { return UserError("expected " + quantity_description(kind)); };
   std::string_view s = trim(text);
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // from_chars rejects a leading '+'
   double value = 0;

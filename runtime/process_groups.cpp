@@ -6,6 +6,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "schedules/user_error.hpp"
+
 #if DTWIN_HAVE_CUDA
 #include "runtime/cuda/nccl_group.hpp"
 #endif
@@ -43,7 +45,7 @@ c10::intrusive_ptr<c10d::Backend> make_group(const std::string& backend,
 #if DTWIN_HAVE_CUDA
     return cuda::nccl_group(prefixed, rank, size, timeout_s);
 #else
-    throw std::invalid_argument("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
+    throw UserError("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
 #endif
   }
   throw std::invalid_argument("runtime.backend: expected gloo or nccl, got '" + backend + "'");

@@ -235,7 +235,7 @@ TEST_CASE("parse_quantity rejects what is not a quantity of its kind", "[units]"
   };
   for (const Case& c : cases) {
     INFO(c.text);
-    CHECK_THROWS_AS(parse_quantity(c.text, c.kind), std::invalid_argument);
+    CHECK_THROWS_AS(parse_quantity(c.text, c.kind), dtwin::UserError);
   }
   CHECK_THROWS_WITH(parse_quantity("25 parsecs", Quantity::Bandwidth),
                     "expected a bandwidth such as 25GB/s or 200Gb/s");
