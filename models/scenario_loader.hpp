@@ -16,9 +16,6 @@ struct ConfigError : UserError {
   using UserError::UserError;
 };
 
-/// The accepted values of layout.schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1.
-const std::vector<std::string>& schedule_names();
-
 /// Loads the scenario at `path`, applies `overrides` (each "key.path=value" as given to the
 /// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing
 /// intermediate maps are created), then checks every key, type, unit and cross-field rule.

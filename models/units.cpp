@@ -66,14 +66,14 @@ const UnitTable& units_of(Quantity kind) {
   return none;
 }
 
+}  // namespace
+
 std::string_view trim(std::string_view s) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
 
 std::string quantity_description(Quantity kind) {
   switch (kind) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace dtwin {
 
@@ -22,6 +23,9 @@ enum class Quantity {
 /// Throws UserError("expected ...") for an empty text, an unknown unit, trailing
 /// garbage, or a value that is not finite. The sign is not checked: callers check ranges.
 double parse_quantity(const std::string& text, Quantity kind);
+
+/// `s` without its leading and trailing spaces and tabs (a view into `s`).
+std::string_view trim(std::string_view s);
 
 /// What a valid text of `kind` looks like, e.g. "a bandwidth such as 25GB/s or 200Gb/s".
 std::string quantity_description(Quantity kind);

@@ -64,7 +64,7 @@ std::string to_json(const Schedule& schedule, const DryRun* dry) {
                    {"pp", l.pp},
                    {"virtual_stages", l.virtual_stages},
                    {"microbatches", l.microbatches},
-                   {"dp_sync", dp_sync_name(l.dp_sync)}};
+                   {"dp_sync", kDpSyncNames.name(l.dp_sync)}};
   nlohmann::json ranks = nlohmann::json::array();
   for (const ActionList& actions : schedule.ranks) {
     nlohmann::json row = nlohmann::json::array();
