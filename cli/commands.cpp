@@ -3,6 +3,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "models/scenario_loader.hpp"
 #include "schedules/user_error.hpp"
 #include "schedules/validate.hpp"
 
@@ -13,6 +14,19 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& options) {
   cmd.add_option("--set", options.overrides,
                  "Override a scenario key, e.g. --set layout.microbatches=8 (repeatable)")
       ->type_name("KEY=VALUE");
+}
+
+Scenario ScenarioOptions::load() const {
+  return load_scenario(path, overrides);
+}
+
+void add_output_option(CLI::App& cmd, std::string& output, const std::string& help) {
+  cmd.add_option("-o,--output", output, help);
+}
+
+void add_data_dir_option(CLI::App& cmd, std::string& data_dir) {
+  cmd.add_option("--data-dir", data_dir,
+                 "Folder of corpus.txt (scripts/fetch_data.sh) and the tokenizer cache");
 }
 
 int run_guarded(const std::function<int()>& body) {
