@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/scenario_loader.hpp"
+#include "schedules/user_error.hpp"
 #include "schedules/validate.hpp"
 
 namespace dtwin {
@@ -15,17 +16,30 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& options) {
       ->type_name("KEY=VALUE");
 }
 
+Scenario ScenarioOptions::load() const {
+  return load_scenario(path, overrides);
+}
+
+void add_output_option(CLI::App& cmd, std::string& output, const std::string& help) {
+  cmd.add_option("-o,--output", output, help);
+}
+
+void add_data_dir_option(CLI::App& cmd, std::string& data_dir) {
+  cmd.add_option("--data-dir", data_dir,
+                 "Folder of corpus.txt (scripts/fetch_data.sh) and the tokenizer cache");
+}
+
 int run_guarded(const std::function<int()>& body) {
   try {
     return body();
-  } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+  } catch (const UserError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const sched::ScheduleError& e) {
     std::cerr << "error: invalid schedule: " << e.what();
+    return 1;
+  } catch (const std::logic_error& e) {  // a broken invariant of dtwin, not of the input
+    std::cerr << "internal error: " << e.what() << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

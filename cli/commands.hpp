@@ -3,8 +3,12 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "models/scenario.hpp"
 
 namespace dtwin {
 
@@ -15,15 +19,44 @@ inline constexpr int kExitBadInput = 2;
 struct ScenarioOptions {
   std::string path;
   std::vector<std::string> overrides;
+
+  /// The checked scenario (load_scenario). Throws ConfigError.
+  Scenario load() const;
 };
 
 /// Adds the positional SCENARIO argument and the repeatable --set option.
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& options);
 
-/// Runs a command body and maps failures to exit codes: bad input (ConfigError,
-/// std::invalid_argument) prints "error: ..." and returns 2; a schedule that breaks a validator
-/// rule returns 1 with the validator's grid; other exceptions return 1.
+/// Adds -o,--output, stored in `output`; `help` says what it names.
+void add_output_option(CLI::App& cmd, std::string& output,
+                       const std::string& help = "Output folder (default out/<scenario name>)");
+
+/// Adds --data-dir, the folder of corpus.txt and the tokenizer cache, stored in `data_dir`.
+void add_data_dir_option(CLI::App& cmd, std::string& data_dir);
+
+/// Runs a command body and maps failures to exit codes: bad input (UserError, ConfigError among
+/// them) prints "error: ..." and returns 2; a schedule that breaks a validator rule returns 1 with
+/// the validator's grid; a broken invariant (std::logic_error: invalid_argument, out_of_range, ...)
+/// prints "internal error: ..." and returns 1; any other failure (I/O, a lost rank) prints
+/// "error: ..." and returns 1.
 int run_guarded(const std::function<int()>& body);
+
+/// Adds the subcommand `name` to `app` with a default-made Options, which the subcommand's
+/// callback keeps alive; when Options has a ScenarioOptions member `scenario`, also adds its
+/// SCENARIO argument and --set. When the subcommand runs, `exit_code` becomes
+/// run_guarded(run(options)). Returns the subcommand and the options, to add the rest.
+template <typename Options, typename Run>
+std::pair<CLI::App*, std::shared_ptr<Options>> add_guarded_command(CLI::App& app, int& exit_code,
+                                                                   const std::string& name,
+                                                                   const std::string& description,
+                                                                   Run run) {
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(name, description);
+  if constexpr (requires { options->scenario; }) add_scenario_options(*cmd, options->scenario);
+  cmd->callback(
+      [options, run, &exit_code] { exit_code = run_guarded([&] { return run(*options); }); });
+  return {cmd, options};
+}
 
 void add_schedule_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);

@@ -1,7 +1,5 @@
 // `dtwin compare OUT`: the predicted step of `dtwin simulate` against the steps `dtwin train`
 // measured, from the files both wrote to OUT; writes OUT/compare.json and OUT/report.md.
-#include <memory>
-
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
 
@@ -20,15 +18,14 @@ int run_compare(const CompareOptions& options) {
 }  // namespace
 
 void add_compare_command(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<CompareOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "compare", "Compare the predicted step (dtwin simulate) with the measured run (dtwin train)");
+  auto [cmd, options] = add_guarded_command<CompareOptions>(
+      app, exit_code, "compare",
+      "Compare the predicted step (dtwin simulate) with the measured run (dtwin train)",
+      run_compare);
   cmd->add_option("out", options->dir,
                   "Folder holding predicted.trace.json, predicted.summary.json, "
                   "measured.trace.json and measured.summary.json")
       ->required();
-  cmd->callback(
-      [options, &exit_code] { exit_code = run_guarded([&] { return run_compare(*options); }); });
 }
 
 }  // namespace dtwin

@@ -8,6 +8,7 @@
 
 #include "cli/output_dir.hpp"
 #include "models/file_writer.hpp"
+#include "schedules/user_error.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin {
@@ -16,15 +17,15 @@ namespace {
 std::string read_input(const std::string& path) {
   std::ifstream in(path);
   if (!in)
-    throw std::invalid_argument(path +
-                                ": cannot open (run dtwin simulate and dtwin train "
-                                "with -o to this folder first)");
+    throw UserError(path +
+                    ": cannot open (run dtwin simulate and dtwin train "
+                    "with -o to this folder first)");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
-// Reads and parses OUT/name; any failure becomes std::invalid_argument("OUT/name: ...").
+// Reads and parses OUT/name; any failure becomes UserError("OUT/name: ...").
 template <typename Parse>
 auto load(const std::string& dir, const std::string& name, Parse parse) {
   const std::string path = dir + "/" + name;
@@ -32,7 +33,7 @@ auto load(const std::string& dir, const std::string& name, Parse parse) {
   try {
     return parse(text);
   } catch (const std::exception& error) {
-    throw std::invalid_argument(path + ": " + error.what());
+    throw UserError(path + ": " + error.what());
   }
 }
 
@@ -41,7 +42,7 @@ auto load(const std::string& dir, const std::string& name, Parse parse) {
 trace::Comparison compare_output_dir(const std::string& folder_path) {
   std::string dir = folder_path;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  if (!std::filesystem::is_directory(dir)) throw std::invalid_argument(dir + ": not a folder");
+  if (!std::filesystem::is_directory(dir)) throw UserError(dir + ": not a folder");
   const auto predicted = load(dir, "predicted.trace.json", trace::from_chrome_trace);
   const auto predicted_summary = load(dir, "predicted.summary.json", trace::from_summary_json);
   const auto measured = load(dir, "measured.trace.json", trace::from_chrome_trace);
@@ -51,8 +52,8 @@ trace::Comparison compare_output_dir(const std::string& folder_path) {
   try {
     comparison =
         trace::compare_timelines(predicted, measured, &predicted_summary, &measured_summary);
-  } catch (const std::invalid_argument& error) {
-    throw std::invalid_argument(dir + ": the predicted and measured runs differ: " + error.what());
+  } catch (const UserError& error) {
+    throw UserError(dir + ": the predicted and measured runs differ: " + error.what());
   }
   // The folder's own name (out/quickstart -> quickstart), also for "." and trailing slashes.
   std::filesystem::path folder = std::filesystem::absolute(dir).lexically_normal();

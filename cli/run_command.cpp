@@ -11,7 +11,6 @@
 #include "cli/profile_cache.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
-#include "models/scenario_loader.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
@@ -50,7 +49,7 @@ bool plot(const std::string& dir) {
 }
 
 int run_main_job(const RunOptions& options) {
-  Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario);
   const std::string dir = prepare_output_dir(options.output, scenario);
@@ -97,15 +96,12 @@ int run_main_job(const RunOptions& options) {
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Main job: profile, simulate, train, compare and plot one scenario");
-  add_scenario_options(*cmd, options->scenario);
-  cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
-  cmd->add_option("--data-dir", options->data_dir, "Folder of corpus.txt and the tokenizer cache");
+  auto [cmd, options] = add_guarded_command<RunOptions>(
+      app, exit_code, "run", "Main job: profile, simulate, train, compare and plot one scenario",
+      run_main_job);
+  add_output_option(*cmd, options->output);
+  add_data_dir_option(*cmd, options->data_dir);
   cmd->add_flag("--reprofile", options->reprofile, "Measure the profile even if one is cached");
-  cmd->callback(
-      [options, &exit_code] { exit_code = run_guarded([&] { return run_main_job(*options); }); });
 }
 
 }  // namespace dtwin

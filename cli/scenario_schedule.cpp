@@ -1,7 +1,5 @@
 #include "cli/scenario_schedule.hpp"
 
-#include <stdexcept>
-
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
 #include "schedules/validate.hpp"
@@ -10,9 +8,7 @@ namespace dtwin {
 
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
-  auto sync = sched::parse_dp_sync(spec.dp_sync);
-  if (!sync) throw std::invalid_argument("unknown dp_sync '" + spec.dp_sync + "'");
-  return {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches, *sync};
+  return {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync};
 }
 
 sched::Schedule build_schedule(const Scenario& scenario, bool compute_only) {

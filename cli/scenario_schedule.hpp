@@ -11,7 +11,8 @@ sched::Layout schedule_layout(const Scenario& scenario);
 
 /// Generates the scenario's schedule, validates it as compute-only, lowers it unless
 /// `compute_only`, and validates the result. Throws sched::ScheduleError if a generator or pass
-/// breaks a rule, std::invalid_argument if the layout does not suit the schedule.
+/// breaks a rule, std::invalid_argument (a bug: the loader checks layouts) if the layout does not
+/// suit the schedule.
 sched::Schedule build_schedule(const Scenario& scenario, bool compute_only = false);
 
 }  // namespace dtwin

@@ -3,7 +3,6 @@
 
 #include "cli/commands.hpp"
 #include "cli/scenario_schedule.hpp"
-#include "models/scenario_loader.hpp"
 #include "schedules/dry_run.hpp"
 #include "schedules/format.hpp"
 
@@ -18,7 +17,7 @@ struct ScheduleOptions {
 };
 
 int run_schedule(const ScheduleOptions& options) {
-  const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario, options.compute_only);
   const sched::DryRun dry = sched::dry_run(schedule);
   if (options.format == "json") {
@@ -36,17 +35,14 @@ int run_schedule(const ScheduleOptions& options) {
 }  // namespace
 
 void add_schedule_command(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<ScheduleOptions>();
-  CLI::App* cmd = app.add_subcommand("schedule", "Print the validated schedule of a scenario");
-  add_scenario_options(*cmd, options->scenario);
+  auto [cmd, options] = add_guarded_command<ScheduleOptions>(
+      app, exit_code, "schedule", "Print the validated schedule of a scenario", run_schedule);
   cmd->add_flag("--compute-only", options->compute_only,
                 "Print the generator's F/B/I/W actions without communication, sync or OPTIM");
   cmd->add_option("--format", options->format, "Output format")
       ->check(CLI::IsMember({"text", "csv", "json"}));
   cmd->add_flag("--dry-run", options->dry_run,
                 "Add the unit-time step count and bubble fraction of the schedule");
-  cmd->callback(
-      [options, &exit_code] { exit_code = run_guarded([&] { return run_schedule(*options); }); });
 }
 
 }  // namespace dtwin

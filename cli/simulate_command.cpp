@@ -2,7 +2,6 @@
 #include "cli/output_dir.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
-#include "models/scenario_loader.hpp"
 
 namespace dtwin {
 namespace {
@@ -14,7 +13,7 @@ struct SimulateOptions {
 };
 
 int run_simulate(const SimulateOptions& options) {
-  const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   const std::optional<Profile> profile = scenario_profile(scenario);
   sim::SimOptions sim_options;
@@ -28,16 +27,13 @@ int run_simulate(const SimulateOptions& options) {
 }  // namespace
 
 void add_simulate_command(CLI::App& app, int& exit_code) {
-  auto options = std::make_shared<SimulateOptions>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Predict one training step with SimGrid");
-  add_scenario_options(*cmd, options->scenario);
-  cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
+  auto [cmd, options] = add_guarded_command<SimulateOptions>(
+      app, exit_code, "simulate", "Predict one training step with SimGrid", run_simulate);
+  add_output_option(*cmd, options->output);
   cmd->add_option("--collectives", options->collectives,
                   "Collective model: message (every message), flow (one flow per rank), or auto "
                   "(message up to 32 ranks per group)")
       ->check(CLI::IsMember({"auto", "message", "flow"}));
-  cmd->callback(
-      [options, &exit_code] { exit_code = run_guarded([&] { return run_simulate(*options); }); });
 }
 
 }  // namespace dtwin

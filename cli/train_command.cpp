@@ -6,13 +6,13 @@
 #include "cli/commands.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/scenario_schedule.hpp"
-#include "models/scenario_loader.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
 #include "runtime/rank_lost.hpp"
 #include "runtime/trainer.hpp"
+#include "schedules/user_error.hpp"
 
 namespace dtwin {
 namespace {
@@ -26,7 +26,7 @@ struct TrainCommandOptions {
 };
 
 int run_train(const TrainCommandOptions& options, const std::vector<std::string>& args) {
-  const Scenario scenario = load_scenario(options.scenario.path, options.scenario.overrides);
+  const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario);
   rt::TrainOptions train;
@@ -36,9 +36,9 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
   train.digests = options.digests;
   if (const auto env = rt::rank_env_from_environment()) {
     if (env->world_size != scenario.world_size())
-      throw std::invalid_argument("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
-                                  " (dp*pp*tp of " + scenario.source + "), got '" +
-                                  std::to_string(env->world_size) + "'");
+      throw UserError("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
+                      " (dp*pp*tp of " + scenario.source + "), got '" +
+                      std::to_string(env->world_size) + "'");
     try {
       return rt::train_rank(scenario, schedule, *env, train);
     } catch (const rt::RankLost& lost) {
@@ -60,18 +60,14 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args) {
-  auto options = std::make_shared<TrainCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("train", "Train the scenario for real with LibTorch");
-  add_scenario_options(*cmd, options->scenario);
-  cmd->add_option("-o,--output", options->output, "Output folder (default out/<scenario name>)");
-  cmd->add_option("--data-dir", options->data_dir,
-                  "Folder of corpus.txt (scripts/fetch_data.sh) and the tokenizer cache");
+  auto [cmd, options] = add_guarded_command<TrainCommandOptions>(
+      app, exit_code, "train", "Train the scenario for real with LibTorch",
+      [args](const TrainCommandOptions& options) { return run_train(options, args); });
+  add_output_option(*cmd, options->output);
+  add_data_dir_option(*cmd, options->data_dir);
   cmd->add_flag("--resume", options->resume, "Continue from the latest checkpoint in the output");
   cmd->add_flag("--digests", options->digests,
                 "Write per-step parameter digests of every rank to OUT/digests.csv");
-  cmd->callback([options, &exit_code, args] {
-    exit_code = run_guarded([&] { return run_train(*options, args); });
-  });
 }
 
 }  // namespace dtwin

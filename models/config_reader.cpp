@@ -127,7 +127,7 @@ double to_quantity(const Origin& origin, const Field& field, Quantity kind, bool
   double value = 0;
   try {
     value = parse_quantity(field.node.Scalar(), kind);
-  } catch (const std::invalid_argument&) {
+  } catch (const UserError&) {
     expected(origin, field, quantity_description(kind));
   }
   if (positive ? !(value > 0) : !(value >= 0)) {

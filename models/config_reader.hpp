@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/units.hpp"
+#include "schedules/name_table.hpp"
 
 namespace dtwin::detail {
 
@@ -100,6 +101,16 @@ class Section {
   std::string choice(const std::string& key, const std::vector<std::string>& options) const;
   void choice(const std::string& key, const std::vector<std::string>& options,
               std::string& out) const;
+  /// The value of the enum E that the key names in `table`; an unknown name throws "expected
+  /// one of NAMES, got 'VALUE'" (NAMES in table order).
+  template <typename E, std::size_t N>
+  E choice(const std::string& key, const NameTable<E, N>& table) const {
+    return *table.parse(choice(key, table.names()));
+  }
+  template <typename E, std::size_t N>
+  void choice(const std::string& key, const NameTable<E, N>& table, E& out) const {
+    if (find(key)) out = choice(key, table);
+  }
   /// A scalar as text; `allow_empty` = false demands a non-empty string.
   std::string text(const std::string& key, bool allow_empty) const;
   void text(const std::string& key, bool allow_empty, std::string& out) const;

@@ -30,30 +30,37 @@ Shape shape_of(const ModelSpec& m) {
   const double d = m.d_model, f = m.ffn_hidden, V = m.vocab_size, s = m.seq_len;
   Shape shape;
   shape.head = V * d;
-  if (m.family == "llama") {
-    shape.layer_matmul = 4 * d * d + 3 * d * f;
-    shape.layer_params = shape.layer_matmul + 2 * d;  // two RMSNorm weights
-    shape.embedding = V * d;
-    shape.final_norm = d;
-    shape.lookup_only = V * d;  // the token embedding; the untied head is a matrix product
-  } else if (m.family == "gpt2") {
-    shape.layer_matmul = 4 * d * d + 2 * d * f;
-    // attention biases 4d, MLP biases f + d, two LayerNorms (weight + bias) 4d
-    shape.layer_params = shape.layer_matmul + 4 * d + f + d + 4 * d;
-    shape.embedding = V * d + s * d;  // token + position embeddings
-    shape.final_norm = 2 * d;
-    shape.tied_head = true;
-    shape.lookup_only = s * d;  // the position embedding; the token embedding is also the head
-  } else {
-    throw std::invalid_argument("CostModel: unknown model.family '" + m.family + "'");
+  switch (m.family) {
+    case ModelFamily::Llama:
+      shape.layer_matmul = 4 * d * d + 3 * d * f;
+      shape.layer_params = shape.layer_matmul + 2 * d;  // two RMSNorm weights
+      shape.embedding = V * d;
+      shape.final_norm = d;
+      shape.lookup_only = V * d;  // the token embedding; the untied head is a matrix product
+      return shape;
+    case ModelFamily::Gpt2:
+      shape.layer_matmul = 4 * d * d + 2 * d * f;
+      // attention biases 4d, MLP biases f + d, two LayerNorms (weight + bias) 4d
+      shape.layer_params = shape.layer_matmul + 4 * d + f + d + 4 * d;
+      shape.embedding = V * d + s * d;  // token + position embeddings
+      shape.final_norm = 2 * d;
+      shape.tied_head = true;
+      shape.lookup_only = s * d;  // the position embedding; the token embedding is also the head
+      return shape;
   }
-  return shape;
+  throw std::logic_error("CostModel: model.family " +
+                         std::string(kModelFamilyNames.name(m.family)) + " has no shape");
 }
 
-double bytes_per_element_of(const std::string& precision) {
-  if (precision == "fp32") return 4;
-  if (precision == "bf16") return 2;
-  throw std::invalid_argument("CostModel: unknown training.precision '" + precision + "'");
+double bytes_per_element_of(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32:
+      return 4;
+    case Precision::Bf16:
+      return 2;
+  }
+  throw std::logic_error("CostModel: training.precision " +
+                         std::string(kPrecisionNames.name(precision)) + " has no element size");
 }
 
 /// Layers per stage, in stage order.

@@ -77,8 +77,9 @@ struct StageCost {
 class CostModel {
  public:
   /// Reads model.*, layout.pp, layout.virtual_stages, layout.stage_layers,
-  /// layout.micro_batch_size and training.precision. Throws std::invalid_argument for a scenario
-  /// that the loader would have rejected (unknown family or precision, a bad layer split).
+  /// layout.micro_batch_size and training.precision. Throws std::logic_error (a bug) for a scenario
+  /// that the loader would have rejected (a family or precision without a table entry, a bad
+  /// layer split).
   explicit CostModel(const Scenario& scenario);
 
   /// pp · virtual_stages.

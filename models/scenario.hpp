@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "models/settings.hpp"
+#include "schedules/schedule.hpp"
+
 namespace dtwin {
 
 /// Transformer dimensions of a decoder-only model of one of two families:
@@ -16,7 +19,7 @@ namespace dtwin {
 ///    attention projections with biases, a GELU MLP of width ffn_hidden with biases and an LM
 ///    head tied to the token embedding.
 struct ModelSpec {
-  std::string family;  ///< "llama" or "gpt2"
+  ModelFamily family = ModelFamily::Llama;
   int vocab_size = 0;
   int d_model = 0;
   int n_layers = 0;
@@ -27,15 +30,15 @@ struct ModelSpec {
 
 /// How ranks split the model and the batch. World size = dp * pp * tp.
 struct LayoutSpec {
-  int dp = 1;                         ///< data-parallel replicas
-  int pp = 1;                         ///< pipeline ranks per replica
-  int tp = 1;                         ///< tensor-parallel degree (only 1 is implemented)
-  int microbatches = 1;               ///< microbatches per step per replica
-  int micro_batch_size = 1;           ///< sequences per microbatch
-  std::string schedule;               ///< "gpipe", "1f1b", "interleaved-1f1b" or "zb-h1"
-  int virtual_stages = 1;             ///< model chunks per pipeline rank (interleaved 1F1B)
-  std::string dp_sync = "allreduce";  ///< "allreduce", "gather-scatter" or "weight-average"
-  std::vector<int> stage_layers;      ///< layers per stage (pp * virtual_stages entries) or empty
+  int dp = 1;                ///< data-parallel replicas
+  int pp = 1;                ///< pipeline ranks per replica
+  int tp = 1;                ///< tensor-parallel degree (only 1 is implemented)
+  int microbatches = 1;      ///< microbatches per step per replica
+  int micro_batch_size = 1;  ///< sequences per microbatch
+  sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
+  int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved 1F1B)
+  sched::DpSync dp_sync = sched::DpSync::AllReduce;
+  std::vector<int> stage_layers;  ///< layers per stage (pp * virtual_stages entries) or empty
 };
 
 struct TrainingSpec {
@@ -43,8 +46,8 @@ struct TrainingSpec {
   double lr = 3e-4;
   std::string optimizer = "adamw";
   std::uint64_t seed = 0;
-  std::string precision = "fp32";  ///< "fp32" or "bf16"
-  int checkpoint_every = 0;        ///< steps between checkpoints; 0 = only at the end
+  Precision precision = Precision::Fp32;
+  int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
 };
 
 /// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.
@@ -54,12 +57,12 @@ struct LinkSpec {
 };
 
 struct DeviceSpec {
-  std::string kind = "cpu";  ///< "cpu" or "gpu"
-  double peak_flops = 0;     ///< FLOP/s at the training precision
-  double efficiency = 0.5;   ///< fraction of peak that a forward/backward reaches
-  double memory = 0;         ///< bytes
-  int cores = 1;             ///< cores SimGrid gives the host
-  std::string profile;       ///< optional measured profile file ("" = none)
+  DeviceKind kind = DeviceKind::Cpu;
+  double peak_flops = 0;    ///< FLOP/s at the training precision
+  double efficiency = 0.5;  ///< fraction of peak that a forward/backward reaches
+  double memory = 0;        ///< bytes
+  int cores = 1;            ///< cores SimGrid gives the host
+  std::string profile;      ///< optional measured profile file ("" = none)
 };
 
 struct ClusterSpec {
@@ -71,13 +74,13 @@ struct ClusterSpec {
   LinkSpec inter_node;  ///< each node's link into the network
   /// Fat-tree only: nodes per leaf switch; there are as many spine switches (full bisection).
   int nodes_per_switch = 8;
-  std::string topology = "star";  ///< inter-node network: "star" or "fat-tree"
+  Topology topology = Topology::Star;  ///< inter-node network
 };
 
 struct RuntimeSpec {
-  std::string backend = "gloo";  ///< "gloo" or "nccl"
-  std::string device = "cpu";    ///< "cpu" or "cuda"
-  double timeout_s = 60;         ///< seconds a rank waits for a peer before giving up
+  Backend backend = Backend::Gloo;
+  RuntimeDevice device = RuntimeDevice::Cpu;
+  double timeout_s = 60;  ///< seconds a rank waits for a peer before giving up
   int threads = 0;  ///< intra-op threads per rank; 0 = the rank's share of the machine's cores
 };
 

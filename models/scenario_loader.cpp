@@ -17,18 +17,7 @@ using detail::Origin;
 using detail::Override;
 using detail::Section;
 
-const std::vector<std::string>& schedule_names() {
-  static const std::vector<std::string> names = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
-  return names;
-}
-
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
-}
 
 std::vector<std::string> split_key(const std::string& key) {
   std::vector<std::string> parts;
@@ -47,7 +36,8 @@ Override apply_override(YAML::Node& root, const std::string& text) {
     return ConfigError(fmt::format("--set {}: {}", text, what));
   };
   const auto eq = text.find('=');
-  const std::string key = eq == std::string::npos ? "" : trim(text.substr(0, eq));
+  const std::string key =
+      eq == std::string::npos ? "" : std::string(trim(std::string_view(text).substr(0, eq)));
   const std::vector<std::string> parts = split_key(key);
   for (const auto& part : parts) {
     if (part.empty()) throw bad("expected key.path=value, e.g. --set layout.microbatches=8");
@@ -80,7 +70,7 @@ Override apply_override(YAML::Node& root, const std::string& text) {
 Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
   Section s = root.section(
       "model", {"family", "vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "seq_len"});
-  m.family = s.choice("family", {"llama", "gpt2"});
+  m.family = s.choice("family", kModelFamilyNames);
   m.vocab_size = s.integer("vocab_size", 1);
   m.d_model = s.integer("d_model", 1);
   m.n_layers = s.integer("n_layers", 1);
@@ -95,7 +85,7 @@ Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
                          m.n_heads));
   }
   // Rotary embeddings rotate pairs of channels; GPT-2's learned positions have no such need.
-  if (m.family == "llama" && (m.d_model / m.n_heads) % 2 != 0) {
+  if (m.family == ModelFamily::Llama && (m.d_model / m.n_heads) % 2 != 0) {
     expected(origin, blame(origin, {&d_model, &n_heads}),
              fmt::format("model.d_model / model.n_heads ({} / {} = {}) to be even for rotary "
                          "embeddings",
@@ -115,13 +105,13 @@ Section read_layout(const Origin& origin, const Section& root, const Section& mo
   if (l.tp != 1) expected(origin, s.get("tp"), "1 (tensor parallelism is not implemented yet)");
   l.microbatches = s.integer("microbatches", 1);
   l.micro_batch_size = s.integer("micro_batch_size", 1);
-  l.schedule = s.choice("schedule", schedule_names());
+  l.schedule = s.choice("schedule", sched::kScheduleKindNames);
   s.integer("virtual_stages", 1, l.virtual_stages);
-  s.choice("dp_sync", {"allreduce", "gather-scatter", "weight-average"}, l.dp_sync);
+  s.choice("dp_sync", sched::kDpSyncNames, l.dp_sync);
   const std::optional<Field> stage_layers = s.find("stage_layers");
   if (stage_layers) l.stage_layers = detail::to_int_list(origin, *stage_layers, 1);
 
-  const bool interleaved = l.schedule == "interleaved-1f1b";
+  const bool interleaved = l.schedule == sched::ScheduleKind::Interleaved1F1B;
   const std::optional<Field> vs = s.find("virtual_stages");
   if (l.virtual_stages != 1 && !interleaved) {
     expected(origin, *vs, "1 unless layout.schedule is interleaved-1f1b");
@@ -164,7 +154,7 @@ void read_training(const Section& root, TrainingSpec& t) {
     t.seed = static_cast<std::uint64_t>(
         detail::to_integer(root.origin(), *seed, 0, LLONG_MAX, "a non-negative integer"));
   }
-  s->choice("precision", {"fp32", "bf16"}, t.precision);
+  s->choice("precision", kPrecisionNames, t.precision);
   s->integer("checkpoint_every", 0, t.checkpoint_every);
 }
 
@@ -187,7 +177,7 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
   const Section d =
       s.section("device", {"kind", "peak_flops", "efficiency", "memory", "cores", "profile"});
   DeviceSpec& dev = c.device;
-  d.choice("kind", {"cpu", "gpu"}, dev.kind);
+  d.choice("kind", kDeviceKindNames, dev.kind);
   dev.peak_flops = d.quantity("peak_flops", Quantity::FlopRate, true);
   d.quantity("efficiency", Quantity::Count, true, dev.efficiency);
   if (dev.efficiency > 1) expected(origin, d.get("efficiency"), "a fraction in (0, 1]");
@@ -197,9 +187,9 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
 
   c.intra_node = read_link(s, "intra_node");
   c.inter_node = read_link(s, "inter_node");
-  s.choice("topology", {"star", "fat-tree"}, c.topology);
+  s.choice("topology", kTopologyNames, c.topology);
   s.integer("nodes_per_switch", 1, c.nodes_per_switch);
-  if (c.topology == "fat-tree" && c.nodes % c.nodes_per_switch != 0) {
+  if (c.topology == Topology::FatTree && c.nodes % c.nodes_per_switch != 0) {
     const std::optional<Field> per = s.find("nodes_per_switch");
     expected(
         origin, per ? *per : s.get("nodes"),
@@ -223,8 +213,8 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
 void read_runtime(const Section& root, RuntimeSpec& r) {
   const auto s = root.optional_section("runtime", {"backend", "device", "timeout_s", "threads"});
   if (!s) return;
-  s->choice("backend", {"gloo", "nccl"}, r.backend);
-  s->choice("device", {"cpu", "cuda"}, r.device);
+  s->choice("backend", kBackendNames, r.backend);
+  s->choice("device", kRuntimeDeviceNames, r.device);
   s->quantity("timeout_s", Quantity::Count, true, r.timeout_s);
   s->integer("threads", 0, r.threads);
 }

@@ -1,23 +1,20 @@
 // Reads a scenario YAML file (see scenarios/quickstart.yaml) into a checked dtwin::Scenario.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "models/scenario.hpp"
+#include "schedules/user_error.hpp"
 
 namespace dtwin {
 
 /// A scenario that cannot be read. what() is the complete one-line message, either
 /// "FILE:LINE:COL: KEY: expected WHAT, got 'VALUE'" or, for a value given on the command line,
-/// "--set KEY=VALUE: KEY: expected WHAT, got 'VALUE'".
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+/// "--set KEY=VALUE: KEY: expected WHAT, got 'VALUE'". A UserError (exit 2 in the CLI).
+struct ConfigError : UserError {
+  using UserError::UserError;
 };
-
-/// The accepted values of layout.schedule: gpipe, 1f1b, interleaved-1f1b, zb-h1.
-const std::vector<std::string>& schedule_names();
 
 /// Loads the scenario at `path`, applies `overrides` (each "key.path=value" as given to the
 /// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing

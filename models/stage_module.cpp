@@ -12,9 +12,9 @@ namespace {
 
 void check_spec(const ModelSpec& spec, int first_layer, int num_layers) {
   const std::string where = "dtwin::nn::StageModule: ";
-  if (spec.family != "llama")
+  if (spec.family != ModelFamily::Llama)
     throw std::invalid_argument(where + "only the llama family is implemented, got '" +
-                                spec.family + "'");
+                                std::string(kModelFamilyNames.name(spec.family)) + "'");
   if (spec.vocab_size <= 0 || spec.d_model <= 0 || spec.n_heads <= 0 || spec.ffn_hidden <= 0 ||
       spec.n_layers <= 0)
     throw std::invalid_argument(where + "model dimensions must be positive");

@@ -2,10 +2,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "schedules/user_error.hpp"
 
 namespace dtwin {
 namespace {
@@ -56,14 +57,14 @@ const UnitTable& units_of(Quantity kind) {
   return none;
 }
 
+}  // namespace
+
 std::string_view trim(std::string_view s) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
 
 std::string quantity_description(Quantity kind) {
   switch (kind) {
@@ -82,9 +83,7 @@ std::string quantity_description(Quantity kind) {
 }
 
 double parse_quantity(const std::string& text, Quantity kind) {
-  const auto fail = [kind]() {
-    return std::invalid_argument("expected " + quantity_description(kind));
-  };
+  const auto fail = [kind]() { return UserError("expected " + quantity_description(kind)); };
   std::string_view s = trim(text);
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // from_chars rejects a leading '+'
   double value = 0;

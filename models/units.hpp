@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace dtwin {
 
@@ -19,9 +20,12 @@ enum class Quantity {
 /// Parses `text` (a number, optionally followed by a space and a unit of `kind`) into base units:
 /// bytes/s, seconds, bytes or FLOP/s. A plain number ("1e9", "300") is already in base units.
 /// Bits are 1/8 byte ("200Gb/s" = "200Gbps" = 25e9 bytes/s). Units are case-sensitive.
-/// Throws std::invalid_argument("expected ...") for an empty text, an unknown unit, trailing
+/// Throws UserError("expected ...") for an empty text, an unknown unit, trailing
 /// garbage, or a value that is not finite. The sign is not checked: callers check ranges.
 double parse_quantity(const std::string& text, Quantity kind);
+
+/// `s` without its leading and trailing spaces and tabs (a view into `s`).
+std::string_view trim(std::string_view s);
 
 /// What a valid text of `kind` looks like, e.g. "a bandwidth such as 25GB/s or 200Gb/s".
 std::string quantity_description(Quantity kind);

@@ -1,27 +1,34 @@
 #include "runtime/capabilities.hpp"
 
-#include <stdexcept>
+#include "schedules/user_error.hpp"
 
 namespace dtwin::rt {
 
 void check_runtime_supports(const Scenario& scenario) {
   const std::string where = scenario.source + ": ";
-  if (scenario.runtime.device != "cpu")
-    throw std::invalid_argument(where + "runtime.device: expected cpu (the runtime executes " +
-                                "schedules on the CPU only for now), got '" +
-                                scenario.runtime.device + "'");
-  if (scenario.runtime.backend != "gloo")
-    throw std::invalid_argument(where + "runtime.backend: expected gloo (NCCL needs CUDA " +
-                                "tensors, and the runtime executes on the CPU only for now), " +
-                                "got '" + scenario.runtime.backend + "'");
-  if (scenario.model.family != "llama")
-    throw std::invalid_argument(where + "model.family: expected llama (the runtime builds LLaMA " +
-                                "stages; gpt2 is simulated only), got '" + scenario.model.family +
-                                "'");
-  if (scenario.training.precision != "fp32")
-    throw std::invalid_argument(where + "training.precision: expected fp32 (the runtime trains " +
-                                "in fp32; bf16 is simulated only), got '" +
-                                scenario.training.precision + "'");
+  struct Requirement {
+    bool met;
+    const char* key;
+    std::string_view got;
+    const char* expected;
+  };
+  const RuntimeSpec& r = scenario.runtime;
+  const ModelSpec& m = scenario.model;
+  const TrainingSpec& t = scenario.training;
+  const Requirement requirements[] = {
+      {r.device == RuntimeDevice::Cpu, "runtime.device", kRuntimeDeviceNames.name(r.device),
+       "cpu (the runtime executes schedules on the CPU only for now)"},
+      {r.backend == Backend::Gloo, "runtime.backend", kBackendNames.name(r.backend),
+       "gloo (NCCL needs CUDA tensors, and the runtime executes on the CPU only for now)"},
+      {m.family == ModelFamily::Llama, "model.family", kModelFamilyNames.name(m.family),
+       "llama (the runtime builds LLaMA stages; gpt2 is simulated only)"},
+      {t.precision == Precision::Fp32, "training.precision", kPrecisionNames.name(t.precision),
+       "fp32 (the runtime trains in fp32; bf16 is simulated only)"},
+  };
+  for (const Requirement& q : requirements)
+    if (!q.met)
+      throw UserError(where + q.key + ": expected " + q.expected + ", got '" + std::string(q.got) +
+                      "'");
 }
 
 }  // namespace dtwin::rt

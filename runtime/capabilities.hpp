@@ -5,7 +5,7 @@
 
 namespace dtwin::rt {
 
-/// Throws std::invalid_argument (bad input, exit 2) naming the scenario key when the scenario
+/// Throws UserError (bad input, exit 2) naming the scenario key when the scenario
 /// asks for something the runtime cannot run rather than silently running something else:
 /// runtime.device cuda and runtime.backend nccl (execution on CUDA devices is not implemented
 /// yet, even in CUDA builds), model.family gpt2 (simulated only) or training.precision bf16 (the

@@ -30,8 +30,8 @@ std::string text(const std::vector<uint8_t>& data) {
 
 }  // namespace
 
-Communicator::Communicator(const RankEnv& env, const sched::Layout& layout,
-                           const std::string& backend, double timeout_s)
+Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend,
+                           double timeout_s)
     : rank_(env.rank), world_size_(env.world_size) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
   store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "models/settings.hpp"
 #include "runtime/rank_env.hpp"
 #include "schedules/schedule.hpp"
 
@@ -23,8 +24,7 @@ class Communicator {
   /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
   /// pipeline rank, indexed by replica), all on `backend` (runtime.backend, see make_group).
   /// Every wait gives up after `timeout_s` seconds.
-  Communicator(const RankEnv& env, const sched::Layout& layout, const std::string& backend,
-               double timeout_s);
+  Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

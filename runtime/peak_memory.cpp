@@ -10,11 +10,11 @@
 
 namespace dtwin::rt {
 
-double peak_memory_bytes(const std::string& device) {
+double peak_memory_bytes(RuntimeDevice device) {
 #if DTWIN_HAVE_CUDA
-  if (device == "cuda") return cuda::peak_allocated_bytes(c10::cuda::current_device());
+  if (device == RuntimeDevice::Cuda) return cuda::peak_allocated_bytes(c10::cuda::current_device());
 #else
-  if (device == "cuda") return 0;
+  if (device == RuntimeDevice::Cuda) return 0;
 #endif
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "schedules/user_error.hpp"
+
 #if DTWIN_HAVE_CUDA
 #include "runtime/cuda/nccl_group.hpp"
 #endif
@@ -29,24 +31,21 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
   return c10::make_intrusive<c10d::TCPStore>(host, options);
 }
 
-c10::intrusive_ptr<c10d::Backend> make_group(const std::string& backend,
+c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
                                              double timeout_s) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
-  if (backend == "gloo") {
+  if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(milliseconds(timeout_s));
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
   }
-  if (backend == "nccl") {
 #if DTWIN_HAVE_CUDA
-    return cuda::nccl_group(prefixed, rank, size, timeout_s);
+  return cuda::nccl_group(prefixed, rank, size, timeout_s);
 #else
-    throw std::invalid_argument("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
+  throw UserError("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
 #endif
-  }
-  throw std::invalid_argument("runtime.backend: expected gloo or nccl, got '" + backend + "'");
 }
 
 }  // namespace dtwin::rt

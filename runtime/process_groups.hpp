@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "models/settings.hpp"
+
 namespace dtwin::rt {
 
 /// A TCPStore at host:port: the server when `server` (port 0 binds a free port, read it back
@@ -16,12 +18,12 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
                                              double timeout_s);
 
 /// The process group `name` of `size` ranks, this one being `rank`, rendezvousing through the
-/// keys under "name/" in `store`. `backend` is runtime.backend: "gloo" (CPU tensors, and CUDA
+/// keys under "name/" in `store`. `backend` is runtime.backend: gloo (CPU tensors, and CUDA
 /// tensors in CUDA builds, over TCP on the loopback interface) or "nccl" (CUDA tensors; only in
 /// builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
-/// seconds. Blocks until all `size` ranks joined; throws std::invalid_argument for another
-/// backend name or nccl in a CPU-only build, and c10::Error when the rendezvous fails.
-c10::intrusive_ptr<c10d::Backend> make_group(const std::string& backend,
+/// seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a CPU-only build,
+/// and c10::Error when the rendezvous fails.
+c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
                                              double timeout_s);

@@ -123,7 +123,8 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const int threads = configure_threads(scenario.runtime.threads, scenario.world_size());
   profile.threads = threads;
   profile.machine = host_name() + ", " + std::to_string(std::thread::hardware_concurrency()) +
-                    " cores, " + scenario.runtime.backend + " " + scenario.runtime.device;
+                    " cores, " + std::string(kBackendNames.name(scenario.runtime.backend)) + " " +
+                    std::string(kRuntimeDeviceNames.name(scenario.runtime.device));
   const CostModel cost(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   for (int s = 0; s < cost.num_stages(); ++s)
@@ -144,12 +145,14 @@ std::string profile_cache_path(const Scenario& scenario) {
   const LayoutSpec& l = scenario.layout;
   std::string key =
       "v2|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
-      m.family + "|" + std::to_string(m.vocab_size) + "|" + std::to_string(m.d_model) + "|" +
-      std::to_string(m.n_layers) + "|" + std::to_string(m.n_heads) + "|" +
-      std::to_string(m.ffn_hidden) + "|" + std::to_string(m.seq_len) + "|" + std::to_string(l.pp) +
-      "|" + std::to_string(l.virtual_stages) + "|" + std::to_string(l.micro_batch_size) + "|" +
-      std::to_string(l.dp) + "|" + scenario.training.precision + "|" + scenario.runtime.backend +
-      "|" + std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size());
+      std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
+      std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
+      std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
+      std::to_string(m.seq_len) + "|" + std::to_string(l.pp) + "|" +
+      std::to_string(l.virtual_stages) + "|" + std::to_string(l.micro_batch_size) + "|" +
+      std::to_string(l.dp) + "|" + std::string(kPrecisionNames.name(scenario.training.precision)) +
+      "|" + std::string(kBackendNames.name(scenario.runtime.backend)) + "|" +
+      std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size());
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
   return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
                      std::hash<std::string>{}(key));

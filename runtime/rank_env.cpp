@@ -3,15 +3,17 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "schedules/user_error.hpp"
+
 namespace dtwin::rt {
 namespace {
 
 std::string require(const char* name) {
   const char* value = std::getenv(name);
   if (!value || !*value)
-    throw std::invalid_argument(std::string(name) +
-                                ": expected with RANK set (RANK, WORLD_SIZE, MASTER_ADDR, "
-                                "MASTER_PORT), got nothing");
+    throw UserError(std::string(name) +
+                    ": expected with RANK set (RANK, WORLD_SIZE, MASTER_ADDR, "
+                    "MASTER_PORT), got nothing");
   return value;
 }
 
@@ -22,8 +24,8 @@ int integer(const char* name, const std::string& text, int min) {
     if (used == text.size() && value >= min) return value;
   } catch (const std::exception&) {
   }
-  throw std::invalid_argument(std::string(name) + ": expected an integer >= " +
-                              std::to_string(min) + ", got '" + text + "'");
+  throw UserError(std::string(name) + ": expected an integer >= " + std::to_string(min) +
+                  ", got '" + text + "'");
 }
 
 }  // namespace
@@ -34,8 +36,8 @@ std::optional<RankEnv> rank_env_from_environment() {
   env.rank = integer("RANK", require("RANK"), 0);
   env.world_size = integer("WORLD_SIZE", require("WORLD_SIZE"), 1);
   if (env.rank >= env.world_size)
-    throw std::invalid_argument("RANK: expected < WORLD_SIZE (" + std::to_string(env.world_size) +
-                                "), got '" + std::to_string(env.rank) + "'");
+    throw UserError("RANK: expected < WORLD_SIZE (" + std::to_string(env.world_size) + "), got '" +
+                    std::to_string(env.rank) + "'");
   env.master_addr = require("MASTER_ADDR");
   env.master_port = integer("MASTER_PORT", require("MASTER_PORT"), 1);
   const char* local = std::getenv("LOCAL_WORLD_SIZE");

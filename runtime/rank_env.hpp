@@ -18,7 +18,7 @@ struct RankEnv {
 };
 
 /// The rank environment, or nullopt when RANK is unset (dtwin then launches the ranks itself).
-/// Throws std::invalid_argument naming the variable when one is missing or malformed.
+/// Throws UserError naming the variable when one is missing or malformed.
 std::optional<RankEnv> rank_env_from_environment();
 
 }  // namespace dtwin::rt

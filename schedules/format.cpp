@@ -2,7 +2,8 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <stdexcept>
+
+#include "schedules/user_error.hpp"
 
 namespace dtwin::sched {
 
@@ -27,14 +28,14 @@ Schedule parse_text(const std::string& text, const std::string& name, const Layo
     tokens >> word >> label;
     const std::string expected = "rank " + std::to_string(schedule.ranks.size()) + ":";
     if (word + " " + label != expected)
-      throw std::invalid_argument("line " + std::to_string(number) + ": expected '" + expected +
-                                  "', got '" + word + " " + label + "'");
+      throw UserError("line " + std::to_string(number) + ": expected '" + expected + "', got '" +
+                      word + " " + label + "'");
     ActionList& actions = schedule.ranks.emplace_back();
     for (std::string token; tokens >> token;) {
       auto action = parse_action(token);
       if (!action)
-        throw std::invalid_argument("line " + std::to_string(number) + ": '" + token +
-                                    "' is not an action such as 0F1, 1SEND_B0 or 0OPTIM");
+        throw UserError("line " + std::to_string(number) + ": '" + token +
+                        "' is not an action such as 0F1, 1SEND_B0 or 0OPTIM");
       actions.push_back(*action);
     }
   }
@@ -63,7 +64,7 @@ std::string to_json(const Schedule& schedule, const DryRun* dry) {
                    {"pp", l.pp},
                    {"virtual_stages", l.virtual_stages},
                    {"microbatches", l.microbatches},
-                   {"dp_sync", dp_sync_name(l.dp_sync)}};
+                   {"dp_sync", kDpSyncNames.name(l.dp_sync)}};
   nlohmann::json ranks = nlohmann::json::array();
   for (const ActionList& actions : schedule.ranks) {
     nlohmann::json row = nlohmann::json::array();

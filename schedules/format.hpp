@@ -12,7 +12,7 @@ namespace dtwin::sched {
 std::string to_text(const Schedule& schedule);
 
 /// Parses to_text's form back, one "rank R: ..." line per rank in rank order (blank lines and
-/// lines starting with '#' are skipped). Throws std::invalid_argument naming the line and token
+/// lines starting with '#' are skipped). Throws UserError naming the line and token
 /// on malformed input.
 Schedule parse_text(const std::string& text, const std::string& name, const Layout& layout);
 

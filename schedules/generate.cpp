@@ -8,21 +8,21 @@ namespace dtwin::sched {
 namespace {
 
 struct Generator {
-  std::string_view name;
+  ScheduleKind kind;
   std::vector<ActionList> (*build)(const Layout&);
   bool interleaved;  ///< accepts virtual_stages > 1 and needs m to be a multiple of pp
 };
 
 constexpr std::array<Generator, 4> kGenerators{{
-    {"gpipe", gpipe, false},
-    {"1f1b", one_f_one_b, false},
-    {"interleaved-1f1b", interleaved_1f1b, true},
-    {"zb-h1", zb_h1, false},
+    {ScheduleKind::GPipe, gpipe, false},
+    {ScheduleKind::OneFOneB, one_f_one_b, false},
+    {ScheduleKind::Interleaved1F1B, interleaved_1f1b, true},
+    {ScheduleKind::ZbH1, zb_h1, false},
 }};
 
 void check_layout(const Generator& generator, const Layout& layout) {
   auto fail = [&](const std::string& what) {
-    throw std::invalid_argument(std::string(generator.name) + ": " + what);
+    throw std::invalid_argument(std::string(kScheduleKindNames.name(generator.kind)) + ": " + what);
   };
   if (layout.dp < 1 || layout.pp < 1 || layout.microbatches < 1 || layout.virtual_stages < 1)
     fail("dp, pp, microbatches and virtual_stages must be positive");
@@ -35,22 +35,15 @@ void check_layout(const Generator& generator, const Layout& layout) {
 
 }  // namespace
 
-const std::vector<std::string>& generator_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> list;
-    for (const Generator& g : kGenerators) list.emplace_back(g.name);
-    return list;
-  }();
-  return names;
-}
-
-Schedule generate(std::string_view name, const Layout& layout) {
+Schedule generate(ScheduleKind kind, const Layout& layout) {
   for (const Generator& generator : kGenerators) {
-    if (generator.name != name) continue;
+    if (generator.kind != kind) continue;
     check_layout(generator, layout);
-    return replicate_pipeline(std::string(name), layout, generator.build(layout));
+    return replicate_pipeline(std::string(kScheduleKindNames.name(kind)), layout,
+                              generator.build(layout));
   }
-  throw std::invalid_argument("unknown schedule '" + std::string(name) + "'");
+  throw std::logic_error("generate: no generator for schedule kind " +
+                         std::string(kScheduleKindNames.name(kind)));
 }
 
 }  // namespace dtwin::sched

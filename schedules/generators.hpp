@@ -2,8 +2,6 @@
 // pipeline rank, F/B/I/W only); generate() checks the layout and replicates the pipeline dp times.
 #pragma once
 
-#include <string>
-#include <string_view>
 #include <vector>
 
 #include "schedules/schedule.hpp"
@@ -28,13 +26,11 @@ std::vector<ActionList> interleaved_1f1b(const Layout& layout);
 /// microbatches of activations in flight, as 1F1B does on rank 0.
 std::vector<ActionList> zb_h1(const Layout& layout);
 
-/// Names accepted by generate(): "gpipe", "1f1b", "interleaved-1f1b", "zb-h1".
-const std::vector<std::string>& generator_names();
-
-/// Runs the named generator and replicates its pipeline over the dp replicas.
-/// Throws std::invalid_argument for an unknown name or a layout the generator cannot serve
-/// (non-positive sizes, virtual_stages != 1 for a non-interleaved schedule, m not a multiple of
-/// pp for interleaved 1F1B).
-Schedule generate(std::string_view name, const Layout& layout);
+/// Runs the generator of `kind` and replicates its pipeline over the dp replicas; the schedule's
+/// name is the kind's name. Throws std::invalid_argument (a std::logic_error: the scenario loader
+/// refuses such layouts first) for a layout the generator cannot serve (non-positive sizes,
+/// virtual_stages != 1 for a non-interleaved schedule, m not a multiple of pp for interleaved
+/// 1F1B).
+Schedule generate(ScheduleKind kind, const Layout& layout);
 
 }  // namespace dtwin::sched

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "schedules/action.hpp"
+#include "schedules/name_table.hpp"
 
 namespace dtwin::sched {
 
@@ -30,9 +31,21 @@ enum class DpSync {
   WeightAverage,  ///< each replica steps alone, then the parameters are averaged
 };
 
-std::string_view dp_sync_name(DpSync sync);
-/// Parses "allreduce", "gather-scatter" or "weight-average".
-std::optional<DpSync> parse_dp_sync(std::string_view name);
+inline constexpr NameTable<DpSync, 3> kDpSyncNames{{{
+    {"allreduce", DpSync::AllReduce},
+    {"gather-scatter", DpSync::GatherScatter},
+    {"weight-average", DpSync::WeightAverage},
+}}};
+
+/// The schedule generators (see schedules/generators.hpp), as layout.schedule names them.
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1 };
+
+inline constexpr NameTable<ScheduleKind, 4> kScheduleKindNames{{{
+    {"gpipe", ScheduleKind::GPipe},
+    {"1f1b", ScheduleKind::OneFOneB},
+    {"interleaved-1f1b", ScheduleKind::Interleaved1F1B},
+    {"zb-h1", ScheduleKind::ZbH1},
+}}};
 
 /// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. Global ranks put the
 /// pipeline dimension outermost, as Megatron-LM and torchtitan do: rank = pipeline_rank*dp + dp.

@@ -96,7 +96,7 @@ std::unique_ptr<sg4::Engine> make_engine() {
 
 Platform build_platform(const Scenario& scenario) {
   Platform platform;
-  if (scenario.cluster.topology == "fat-tree")
+  if (scenario.cluster.topology == Topology::FatTree)
     build_fat_tree(scenario, platform);
   else
     build_star(scenario, platform);

@@ -1,9 +1,11 @@
 // The dtwin executable as a user runs it: exit codes and messages of `dtwin schedule`.
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -236,4 +238,50 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
       CHECK(result.exit_code == 2);
       CHECK_THAT(result.output, Catch::Contains(set.substr(0, set.find('='))));
     }
+}
+
+TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the accepted names") {
+  std::ifstream in(kQuickstart);
+  const std::string quickstart((std::istreambuf_iterator<char>(in)), {});
+  struct Case {
+    std::string line;  ///< the quickstart line (up to its value) to replace
+    std::string key, names, bad;
+  };
+  const std::array<Case, 8> cases{{
+      {"  family: llama", "model.family", "llama, gpt2", "bert"},
+      {"  schedule: 1f1b", "layout.schedule", "gpipe, 1f1b, interleaved-1f1b, zb-h1", "2f2b"},
+      {"  micro_batch_size: 1", "layout.dp_sync", "allreduce, gather-scatter, weight-average",
+       "ring"},
+      {"  precision: fp32", "training.precision", "fp32, bf16", "fp16"},
+      {"    kind: cpu", "cluster.device.kind", "cpu, gpu", "tpu"},
+      {"  topology: star", "cluster.topology", "star, fat-tree", "ring"},
+      {"  backend: gloo", "runtime.backend", "gloo, nccl", "mpi"},
+      {"  device: cpu", "runtime.device", "cpu, cuda", "tpu"},
+  }};
+  for (const Case& c : cases) {
+    const std::size_t at = quickstart.find("\n" + c.line) + 1;
+    REQUIRE(at != 0);
+    // dp_sync is not in the quickstart: a new line after micro_batch_size holds it.
+    const bool added = c.key == "layout.dp_sync";
+    const std::string field = c.key.substr(c.key.rfind('.') + 1);
+    const std::string indent = c.line.substr(0, c.line.find_first_not_of(' '));
+    const std::size_t line_start = added ? quickstart.find('\n', at) + 1 : at;
+    const std::string text = quickstart.substr(0, line_start) + indent + field + ": " + c.bad +
+                             "\n" +
+                             quickstart.substr(added ? line_start : quickstart.find('\n', at) + 1);
+    const int line =
+        1 + static_cast<int>(std::count(text.begin(), text.begin() + line_start, '\n'));
+    const int column = static_cast<int>(indent.size() + field.size() + 2) + 1;
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("dtwin_bad_" + field + ".yaml")).string();
+    std::ofstream(path) << text;
+    const Result result = run_dtwin("schedule " + path);
+    INFO(path << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(
+        result.output,
+        Catch::Contains(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+                        c.key + ": expected one of " + c.names + ", got '" + c.bad + "'"));
+    std::filesystem::remove(path);
+  }
 }

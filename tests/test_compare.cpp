@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "schedules/user_error.hpp"
 #include "trace/compare.hpp"
 #include "trace/timeline.hpp"
 
@@ -57,7 +58,7 @@ Events measured_run(const Events& predicted, double k, double shift) {
 std::string compare_error(const Events& predicted, const Events& measured) {
   try {
     compare_timelines(predicted, measured);
-  } catch (const std::invalid_argument& e) {
+  } catch (const dtwin::UserError& e) {
     return e.what();
   }
   return "no error";

@@ -247,11 +247,11 @@ TEST_CASE("boundary bytes are one microbatch's hidden states", "[cost]") {
 
 TEST_CASE("a scenario the loader would reject is refused", "[cost]") {
   Scenario s = quickstart();
-  s.model.family = "bert";
-  CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+  s.model.family = static_cast<dtwin::ModelFamily>(7);  // no such family
+  CHECK_THROWS_AS(CostModel(s), std::logic_error);
   s = quickstart();
-  s.training.precision = "fp8";
-  CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+  s.training.precision = static_cast<dtwin::Precision>(7);  // no such precision
+  CHECK_THROWS_AS(CostModel(s), std::logic_error);
   s = quickstart();
   s.layout.stage_layers = {1, 2};
   CHECK_THROWS_AS(CostModel(s), std::invalid_argument);

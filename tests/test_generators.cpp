@@ -2,7 +2,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/scenario_loader.hpp"
 #include "schedules/dry_run.hpp"
 #include "schedules/format.hpp"
 #include "schedules/generators.hpp"
@@ -20,6 +19,11 @@ Layout layout_for(const std::string& name, int pp, int m) {
   return layout;
 }
 
+/// The schedule of the generator that layout.schedule calls `name`.
+Schedule generate_named(const std::string& name, const Layout& layout) {
+  return generate(*kScheduleKindNames.parse(name), layout);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -32,14 +36,14 @@ std::string read_file(const std::string& path) {
 TEST_CASE("generators reproduce the golden schedules") {
   // Golden files: tests/golden/<schedule>_pp<p>_m<m>.txt, the compute-only text form
   // (`dtwin schedule --compute-only`), with v = 2 for interleaved 1F1B.
-  for (const std::string& name : generator_names())
+  for (const std::string& name : kScheduleKindNames.names())
     for (auto [pp, m] : {std::pair{2, 4}, {4, 8}, {4, 12}}) {
       const std::string file = std::string(DTWIN_SOURCE_DIR) + "/tests/golden/" + name + "_pp" +
                                std::to_string(pp) + "_m" + std::to_string(m) + ".txt";
       CAPTURE(file);
       const std::string golden = read_file(file);
       REQUIRE_FALSE(golden.empty());
-      const Schedule schedule = generate(name, layout_for(name, pp, m));
+      const Schedule schedule = generate_named(name, layout_for(name, pp, m));
       CHECK(to_text(schedule) == golden);
       CHECK(to_text(parse_text(golden, name, schedule.layout)) == golden);
     }
@@ -50,14 +54,14 @@ TEST_CASE("unit dry run: step counts of the closed forms") {
     CAPTURE(pp, m);
     // GPipe and 1F1B: 3(m + pp - 1) units, bubble (pp-1)/(m+pp-1) (Narayanan et al. 2021 eq. 1).
     for (const char* name : {"gpipe", "1f1b"}) {
-      const DryRun run = dry_run(generate(name, layout_for(name, pp, m)));
+      const DryRun run = dry_run(generate_named(name, layout_for(name, pp, m)));
       CHECK_FALSE(run.deadlocked);
       CHECK(run.step_units == 3 * (m + pp - 1));
       CHECK(run.bubble_fraction() == Approx(double(pp - 1) / (m + pp - 1)));
     }
     // ZB-H1 (Qi et al. 2024): a third of 1F1B's bubble, 3m + pp - 1 units.
-    const DryRun zb = dry_run(generate("zb-h1", layout_for("zb-h1", pp, m)));
-    const DryRun fb = dry_run(generate("1f1b", layout_for("1f1b", pp, m)));
+    const DryRun zb = dry_run(generate_named("zb-h1", layout_for("zb-h1", pp, m)));
+    const DryRun fb = dry_run(generate_named("1f1b", layout_for("1f1b", pp, m)));
     CHECK_FALSE(zb.deadlocked);
     CHECK(zb.step_units < fb.step_units);
     CHECK(zb.step_units == 3 * m + pp - 1);
@@ -66,7 +70,7 @@ TEST_CASE("unit dry run: step counts of the closed forms") {
       for (int v : {2, 3}) {
         Layout layout = layout_for("interleaved-1f1b", pp, m);
         layout.virtual_stages = v;
-        const DryRun run = dry_run(generate("interleaved-1f1b", layout));
+        const DryRun run = dry_run(generate_named("interleaved-1f1b", layout));
         CAPTURE(v);
         CHECK_FALSE(run.deadlocked);
         CHECK(run.step_units == 3 * (v * m + pp - 1));
@@ -75,10 +79,10 @@ TEST_CASE("unit dry run: step counts of the closed forms") {
 }
 
 TEST_CASE("generated schedules pass the validator, replicated over dp") {
-  for (const std::string& name : generator_names()) {
+  for (const std::string& name : kScheduleKindNames.names()) {
     Layout layout = layout_for(name, 4, 8);
     layout.dp = 3;
-    const Schedule schedule = generate(name, layout);
+    const Schedule schedule = generate_named(name, layout);
     CAPTURE(name);
     REQUIRE(schedule.ranks.size() == 12);
     // Pipeline dimension outermost: ranks 0..2 are the three replicas of pipeline rank 0.
@@ -90,7 +94,7 @@ TEST_CASE("generated schedules pass the validator, replicated over dp") {
 
 TEST_CASE("ZB-H1 keeps at most pp microbatches of activations in flight on every rank") {
   const int pp = 4;
-  const Schedule schedule = generate("zb-h1", layout_for("zb-h1", pp, 12));
+  const Schedule schedule = generate_named("zb-h1", layout_for("zb-h1", pp, 12));
   for (const ActionList& actions : schedule.ranks) {
     int in_flight = 0, peak = 0;
     for (const Action& a : actions) {
@@ -104,14 +108,15 @@ TEST_CASE("ZB-H1 keeps at most pp microbatches of activations in flight on every
 TEST_CASE("generate rejects layouts a schedule cannot serve") {
   Layout layout = layout_for("1f1b", 3, 4);
   layout.virtual_stages = 2;
-  CHECK_THROWS_WITH(generate("1f1b", layout), Catch::Contains("virtual_stages must be 1"));
+  CHECK_THROWS_WITH(generate_named("1f1b", layout), Catch::Contains("virtual_stages must be 1"));
   layout = layout_for("interleaved-1f1b", 3, 4);
-  CHECK_THROWS_WITH(generate("interleaved-1f1b", layout), Catch::Contains("multiple of pp"));
-  CHECK_THROWS_WITH(generate("pipedream", layout), Catch::Contains("unknown schedule"));
+  CHECK_THROWS_WITH(generate_named("interleaved-1f1b", layout), Catch::Contains("multiple of pp"));
+  CHECK_FALSE(kScheduleKindNames.parse("pipedream"));
   layout.microbatches = 0;
-  CHECK_THROWS_WITH(generate("gpipe", layout), Catch::Contains("positive"));
+  CHECK_THROWS_WITH(generate_named("gpipe", layout), Catch::Contains("positive"));
 }
 
 TEST_CASE("the scenario loader accepts exactly the schedules that have a generator") {
-  CHECK(dtwin::schedule_names() == generator_names());
+  for (const auto& [name, kind] : kScheduleKindNames.entries())
+    CHECK(generate(kind, layout_for(std::string(name), 2, 4)).name == name);
 }

@@ -14,10 +14,15 @@ Layout make_layout(int dp, int pp, int m, int v = 1, DpSync sync = DpSync::AllRe
   return Layout{dp, pp, v, m, sync};
 }
 
+/// The schedule of the generator that layout.schedule calls `name`.
+Schedule generate_named(const std::string& name, const Layout& layout) {
+  return generate(*kScheduleKindNames.parse(name), layout);
+}
+
 }  // namespace
 
 TEST_CASE("lowering 1F1B adds sends after producers, receives before consumers, and OPTIM") {
-  const Schedule lowered = lower(generate("1f1b", make_layout(1, 2, 2)));
+  const Schedule lowered = lower(generate_named("1f1b", make_layout(1, 2, 2)));
   CHECK(to_text(lowered) ==
         "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0OPTIM\n"
         "rank 1: 1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1OPTIM\n");
@@ -26,7 +31,7 @@ TEST_CASE("lowering 1F1B adds sends after producers, receives before consumers, 
 
 TEST_CASE("DP sync placement follows dp_sync") {
   SECTION("allreduce: after the stage's last backward and its send, before OPTIM") {
-    const Schedule lowered = lower(generate("1f1b", make_layout(2, 2, 2)));
+    const Schedule lowered = lower(generate_named("1f1b", make_layout(2, 2, 2)));
     CHECK(to_text(lowered) ==
           "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0ALLREDUCE 0OPTIM\n"
           "rank 1: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0ALLREDUCE 0OPTIM\n"
@@ -35,14 +40,14 @@ TEST_CASE("DP sync placement follows dp_sync") {
   }
   SECTION("weight-average: parameters are averaged after OPTIM") {
     const Schedule lowered =
-        lower(generate("gpipe", make_layout(2, 1, 2, 1, DpSync::WeightAverage)));
+        lower(generate_named("gpipe", make_layout(2, 1, 2, 1, DpSync::WeightAverage)));
     CHECK(to_text(lowered) ==
           "rank 0: 0F0 0F1 0B0 0B1 0OPTIM 0ALLREDUCE\n"
           "rank 1: 0F0 0F1 0B0 0B1 0OPTIM 0ALLREDUCE\n");
     CHECK_NOTHROW(validate(lowered, Expect::Lowered));
   }
   SECTION("interleaved: each chunk syncs right after its own last backward") {
-    const Schedule lowered = lower(generate("interleaved-1f1b", make_layout(2, 2, 2, 2)));
+    const Schedule lowered = lower(generate_named("interleaved-1f1b", make_layout(2, 2, 2, 2)));
     CHECK_NOTHROW(validate(lowered, Expect::Lowered));
     const ActionList& rank0 = lowered.ranks[0];
     auto pos = [&](Action a) { return std::find(rank0.begin(), rank0.end(), a) - rank0.begin(); };
@@ -53,16 +58,16 @@ TEST_CASE("DP sync placement follows dp_sync") {
 }
 
 TEST_CASE("stages sharing a rank exchange nothing") {
-  const Schedule lowered = lower(generate("interleaved-1f1b", make_layout(1, 1, 2, 3)));
+  const Schedule lowered = lower(generate_named("interleaved-1f1b", make_layout(1, 1, 2, 3)));
   for (const Action& a : lowered.ranks[0]) CHECK_FALSE(is_p2p(a.kind));
   CHECK_NOTHROW(validate(lowered, Expect::Lowered));
 }
 
 TEST_CASE("lowering keeps every generator's unit-time step count and validates") {
-  for (const std::string& name : generator_names())
+  for (const std::string& name : kScheduleKindNames.names())
     for (int dp : {1, 2}) {
       const Layout layout = make_layout(dp, 4, 8, name == "interleaved-1f1b" ? 2 : 1);
-      const Schedule compute = generate(name, layout);
+      const Schedule compute = generate_named(name, layout);
       const Schedule lowered = lower(compute);
       CAPTURE(name, dp);
       CHECK_NOTHROW(validate(lowered, Expect::Lowered));

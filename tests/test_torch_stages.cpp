@@ -182,7 +182,7 @@ TEST_CASE("bad stage specifications are rejected", "[torch][stage]") {
   spec.n_heads = 3;
   CHECK_THROWS_AS(StageModule(spec, 0, 1, true, false, 0), std::invalid_argument);
   spec = tiny_llama();
-  spec.family = "gpt2";
+  spec.family = dtwin::ModelFamily::Gpt2;
   CHECK_THROWS_AS(StageModule(spec, 0, 1, true, false, 0), std::invalid_argument);
 
   StageModule last(tiny_llama(), 2, 2, false, true, 0);

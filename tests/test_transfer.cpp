@@ -32,7 +32,7 @@ TEST_CASE("receiver_of and sender_of are inverse and tags are unique per step") 
       {"zb-h1", {2, 4, 1, 8}},
   }));
   CAPTURE(name, layout.pp, layout.virtual_stages);
-  const Schedule s = lower(generate(name, layout));
+  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
   std::vector<std::set<int>> tags(layout.dp);  // tags of the SENDs of each replica
   int transfers = 0;
   for (int rank = 0; rank < layout.world_size(); ++rank)

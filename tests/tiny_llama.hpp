@@ -16,7 +16,7 @@ namespace dtwin::test {
 /// vocab 64, d 32, 4 layers, 4 heads, ffn 64, seq 16.
 inline ModelSpec tiny_llama() {
   ModelSpec spec;
-  spec.family = "llama";
+  spec.family = dtwin::ModelFamily::Llama;
   spec.vocab_size = 64;
   spec.d_model = 32;
   spec.n_layers = 4;

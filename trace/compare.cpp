@@ -7,8 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <stdexcept>
 #include <utility>
+
+#include "schedules/user_error.hpp"
 
 namespace dtwin::trace {
 namespace {
@@ -30,8 +31,7 @@ std::set<int> ranks_of(const Events& events, const char* side) {
   std::set<int> ranks;
   for (const TimedAction& e : events) {
     if (e.rank < 0)
-      throw std::invalid_argument(std::string(side) + " trace has a negative rank " +
-                                  std::to_string(e.rank));
+      throw UserError(std::string(side) + " trace has a negative rank " + std::to_string(e.rank));
     ranks.insert(e.rank);
   }
   return ranks;
@@ -42,8 +42,8 @@ void check_same_ranks(const std::set<int>& predicted, const std::set<int>& measu
     const int world = static_cast<int>(predicted.size());
     for (int r = 0; r < world; ++r)
       if (!predicted.count(r))
-        throw std::invalid_argument("the traces' ranks are not 0.." + std::to_string(world - 1) +
-                                    ": rank " + std::to_string(r) + " has no actions");
+        throw UserError("the traces' ranks are not 0.." + std::to_string(world - 1) + ": rank " +
+                        std::to_string(r) + " has no actions");
     return;
   }
   std::string message;
@@ -52,12 +52,12 @@ void check_same_ranks(const std::set<int>& predicted, const std::set<int>& measu
               std::to_string(measured.size()) + ": ";
   for (int r : measured)
     if (!predicted.count(r))
-      throw std::invalid_argument(message + "measured rank " + std::to_string(r) +
-                                  " is missing from the prediction");
+      throw UserError(message + "measured rank " + std::to_string(r) +
+                      " is missing from the prediction");
   for (int r : predicted)
     if (!measured.count(r))
-      throw std::invalid_argument(message + "predicted rank " + std::to_string(r) +
-                                  " is missing from the measurement");
+      throw UserError(message + "predicted rank " + std::to_string(r) +
+                      " is missing from the measurement");
 }
 
 using Multiset = std::map<std::string, int>;  // action name -> count
@@ -78,13 +78,13 @@ void check_same_actions(int rank, int step, const Multiset& predicted, const Mul
     for (const auto& [name, count] : more ? measured : predicted) {
       const auto it = other.find(name);
       if (it == other.end())
-        throw std::invalid_argument(
-            more ? who + " ran " + name + where + " but the prediction has no such action"
-                 : who + " did not run " + name + where + " but the prediction has it");
+        throw UserError(more ? who + " ran " + name + where +
+                                   " but the prediction has no such action"
+                             : who + " did not run " + name + where + " but the prediction has it");
       const int ran = more ? count : it->second, planned = more ? it->second : count;
       if (more ? planned < ran : ran < planned)
-        throw std::invalid_argument(who + " ran " + name + " " + times(ran) + where +
-                                    " but the prediction has it " + times(planned));
+        throw UserError(who + " ran " + name + " " + times(ran) + where +
+                        " but the prediction has it " + times(planned));
     }
   }
 }
@@ -129,14 +129,13 @@ double Figure::relative_error() const {
 Comparison compare_timelines(const Events& predicted, const Events& measured,
                              const StepSummary* predicted_summary,
                              const StepSummary* measured_summary) {
-  if (predicted.empty()) throw std::invalid_argument("the predicted trace has no actions");
-  if (measured.empty()) throw std::invalid_argument("the measured trace has no actions");
+  if (predicted.empty()) throw UserError("the predicted trace has no actions");
+  if (measured.empty()) throw UserError("the measured trace has no actions");
   std::set<int> predicted_steps;
   for (const TimedAction& e : predicted) predicted_steps.insert(e.step);
   if (predicted_steps.size() > 1)
-    throw std::invalid_argument("the predicted trace has " +
-                                std::to_string(predicted_steps.size()) +
-                                " steps; expected one simulated step");
+    throw UserError("the predicted trace has " + std::to_string(predicted_steps.size()) +
+                    " steps; expected one simulated step");
 
   std::map<int, Events> steps;
   for (const TimedAction& e : measured) steps[e.step].push_back(e);
@@ -157,17 +156,17 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     for (const auto& [rank, actions] : predicted_actions) {
       const auto it = measured_actions.find(rank);
       if (it == measured_actions.end())
-        throw std::invalid_argument("measured step " + std::to_string(step) +
-                                    " has no actions on rank " + std::to_string(rank));
+        throw UserError("measured step " + std::to_string(step) + " has no actions on rank " +
+                        std::to_string(rank));
       check_same_actions(rank, step, actions, it->second);
     }
   }
   for (const auto& [side, summary] :
        {std::pair{"predicted", predicted_summary}, std::pair{"measured", measured_summary}})
     if (summary && static_cast<int>(summary->ranks.size()) != c.world_size)
-      throw std::invalid_argument(std::string("the ") + side + " summary has " +
-                                  std::to_string(summary->ranks.size()) + " ranks, the traces " +
-                                  std::to_string(c.world_size));
+      throw UserError(std::string("the ") + side + " summary has " +
+                      std::to_string(summary->ranks.size()) + " ranks, the traces " +
+                      std::to_string(c.world_size));
 
   // Step time, bubble and per-rank totals.
   const StepSummary p = summarize(predicted, c.world_size);

@@ -113,7 +113,7 @@ struct Comparison {
 /// with a measured run (`measured`, any number of steps; the first is dropped as warm-up when
 /// there are more). Peak memory comes from the summaries when both are given.
 ///
-/// Throws std::invalid_argument when the two timelines do not describe the same schedule: a
+/// Throws UserError when the two timelines do not describe the same schedule: a
 /// different set of ranks ("predicted has 3 ranks, measured 4: measured rank 3 is missing from
 /// the prediction"), or a kept measured step whose actions on a rank differ from the predicted
 /// multiset ("rank 1 ran 1F3 in measured step 4 but the prediction has no such action"); also

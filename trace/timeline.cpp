@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "schedules/user_error.hpp"
+
 namespace dtwin::trace {
 
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
@@ -88,7 +90,7 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
 std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
-    throw std::invalid_argument("not a Chrome trace: expected an object with a traceEvents array");
+    throw UserError("not a Chrome trace: expected an object with a traceEvents array");
   std::vector<TimedAction> events;
   size_t index = 0;
   for (const auto& e : doc["traceEvents"]) {
@@ -96,7 +98,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
     if (e.value("ph", "") != "X") continue;
     try {
       auto action = sched::parse_action(e.at("name").get<std::string>());
-      if (!action) throw std::invalid_argument("name is not an action");
+      if (!action) throw UserError("name is not an action");
       TimedAction timed;
       timed.rank = e.at("pid").get<int>();
       timed.action = *action;
@@ -106,7 +108,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
       timed.exposed_comm = e.at("args").value("exposed_comm_us", 0.0) * 1e-6;
       events.push_back(timed);
     } catch (const std::exception& error) {
-      throw std::invalid_argument("trace event " + std::to_string(index - 1) + ": " + error.what());
+      throw UserError("trace event " + std::to_string(index - 1) + ": " + error.what());
     }
   }
   return events;
@@ -133,9 +135,9 @@ std::string to_summary_json(const StepSummary& summary) {
 
 StepSummary from_summary_json(const std::string& text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded()) throw std::invalid_argument("malformed JSON");
+  if (doc.is_discarded()) throw UserError("malformed JSON");
   if (!doc.is_object() || !doc.contains("ranks") || !doc["ranks"].is_array())
-    throw std::invalid_argument("not a summary: expected an object with a ranks array");
+    throw UserError("not a summary: expected an object with a ranks array");
   StepSummary summary;
   try {
     summary.step_time_s = doc.at("step_time_s").get<double>();
@@ -143,7 +145,7 @@ StepSummary from_summary_json(const std::string& text) {
     summary.tokens_per_s = doc.value("tokens_per_s", 0.0);
     summary.mfu = doc.value("mfu", -1.0);
   } catch (const std::exception& error) {
-    throw std::invalid_argument(std::string("summary: ") + error.what());
+    throw UserError(std::string("summary: ") + error.what());
   }
   const auto& ranks = doc["ranks"];
   summary.ranks.resize(ranks.size());
@@ -153,8 +155,8 @@ StepSummary from_summary_json(const std::string& text) {
       const auto& r = ranks[i];
       const int rank = r.value("rank", static_cast<int>(i));
       if (rank < 0 || rank >= static_cast<int>(ranks.size()) || seen[rank])
-        throw std::invalid_argument("rank " + std::to_string(rank) + " is out of 0.." +
-                                    std::to_string(ranks.size() - 1) + " or repeated");
+        throw UserError("rank " + std::to_string(rank) + " is out of 0.." +
+                        std::to_string(ranks.size() - 1) + " or repeated");
       seen[rank] = true;
       RankSummary& out = summary.ranks[rank];
       out.compute_s = r.at("compute_s").get<double>();
@@ -163,7 +165,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.peak_memory_bytes = r.at("peak_memory_bytes").get<double>();
       out.memory_ok = r.value("memory_ok", true);
     } catch (const std::exception& error) {
-      throw std::invalid_argument("summary ranks[" + std::to_string(i) + "]: " + error.what());
+      throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());
     }
   }
   return summary;

@@ -59,7 +59,7 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
 
 /// Parses to_chrome_trace's output back into events (metadata events are skipped).
-/// Throws std::invalid_argument naming the event index on a malformed trace.
+/// Throws UserError naming the event index on a malformed trace.
 std::vector<TimedAction> from_chrome_trace(const std::string& json);
 
 /// Summary JSON: step_time_s, bubble_fraction, tokens_per_s, mfu (omitted when < 0), and
@@ -67,7 +67,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& json);
 std::string to_summary_json(const StepSummary& summary);
 
 /// Parses to_summary_json's output back (ranks placed by their "rank" index, which must run
-/// 0..N-1). Throws std::invalid_argument naming the missing or malformed key.
+/// 0..N-1). Throws UserError naming the missing or malformed key.
 StepSummary from_summary_json(const std::string& json);
 
 }  // namespace dtwin::trace

@@ -11,6 +11,7 @@
 #include "models/splitmix64.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/tokenizer.hpp"
+#include "schedules/user_error.hpp"
 
 namespace dtwin::rt {
 
@@ -76,9 +77,9 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
 
 void check_range(const char* what, int64_t value, int64_t lo, int64_t hi_exclusive) {
   if (value < lo || value >= hi_exclusive) {
-    throw std::invalid_argument(std::string("TokenDataset: ") + what + " = " +
-                                std::to_string(value) + " is outside [" + std::to_string(lo) +
-                                ", " + std::to_string(hi_exclusive) + ")");
+    throw UserError(std::string("TokenDataset: ") + what + " = " + std::to_string(value) +
+                    " is outside [" + std::to_string(lo) + ", " + std::to_string(hi_exclusive) +
+                    ")");
   }
 }
 
@@ -89,8 +90,7 @@ constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
 TokenDataset::TokenDataset(const std::string& data_dir, int vocab_size, int seq_len)
     : vocab_size_(vocab_size), seq_len_(seq_len) {
   if (seq_len < 1) {
-    throw std::invalid_argument("TokenDataset: seq_len must be positive, got " +
-                                std::to_string(seq_len));
+    throw UserError("TokenDataset: seq_len must be positive, got " + std::to_string(seq_len));
   }
   const fs::path corpus = corpus_path(data_dir);
   tokenizer_path_ = ensure_tokenizer(data_dir, vocab_size);
