@@ -24,6 +24,14 @@ struct ScenarioOptions {
   Scenario load() const;
 };
 
+/// The options of the commands that train or measure a scenario on this machine (profile, train,
+/// run): SCENARIO and --set, -o/--output ("" = the default folder) and --data-dir.
+struct MachineJobOptions {
+  ScenarioOptions scenario;
+  std::string output;
+  std::string data_dir = "data";
+};
+
 /// Adds the positional SCENARIO argument and the repeatable --set option.
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& options);
 

@@ -8,13 +8,7 @@
 namespace dtwin {
 namespace {
 
-struct ProfileCommandOptions {
-  ScenarioOptions scenario;
-  std::string output;
-  std::string data_dir = "data";
-};
-
-int run_profile(const ProfileCommandOptions& options) {
+int run_profile(const MachineJobOptions& options) {
   const Scenario scenario = options.scenario.load();
   rt::check_runtime_supports(scenario);
   const std::string path = measure_and_save_profile(scenario, options.data_dir, options.output);
@@ -25,7 +19,7 @@ int run_profile(const ProfileCommandOptions& options) {
 }  // namespace
 
 void add_profile_command(CLI::App& app, int& exit_code) {
-  auto [cmd, options] = add_guarded_command<ProfileCommandOptions>(
+  auto [cmd, options] = add_guarded_command<MachineJobOptions>(
       app, exit_code, "profile",
       "Measure F/B/I/W seconds per stage, p2p and all-reduce figures on this machine", run_profile);
   add_output_option(*cmd, options->output,

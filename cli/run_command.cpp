@@ -18,10 +18,7 @@
 namespace dtwin {
 namespace {
 
-struct RunOptions {
-  ScenarioOptions scenario;
-  std::string output;
-  std::string data_dir = "data";
+struct RunOptions : MachineJobOptions {
   bool reprofile = false;
 };
 

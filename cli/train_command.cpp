@@ -17,10 +17,7 @@
 namespace dtwin {
 namespace {
 
-struct TrainCommandOptions {
-  ScenarioOptions scenario;
-  std::string output;
-  std::string data_dir = "data";
+struct TrainCommandOptions : MachineJobOptions {
   bool resume = false;
   bool digests = false;
 };
