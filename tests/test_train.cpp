@@ -49,13 +49,17 @@ std::vector<double> losses(const std::string& dir) {
   return values;
 }
 
+// Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
+// and each computes the single-rank reference, so the folders must not be shared.
 std::vector<double> train(const std::string& name, const std::string& args) {
-  const std::string dir = "train-" + name;
+  const std::string dir = "train-" + name + "-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   const auto result = run_dtwin("train " + kQuickstart + kSmall + args + " -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  return losses(dir);
+  std::vector<double> values = losses(dir);
+  std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
+  return values;
 }
 
 const std::vector<double>& single_rank_losses() {
