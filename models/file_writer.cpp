@@ -12,13 +12,17 @@
 namespace dtwin {
 
 namespace fs = std::filesystem;
+namespace {
 
+// A fresh path next to `target` (same folder, so that the rename is atomic):
+// ".<name>.tmp.<pid>.<counter>".
 fs::path temp_path_for(const fs::path& target) {
   static std::atomic<unsigned> counter{0};
   return target.parent_path() / ("." + target.filename().string() + ".tmp." +
                                  std::to_string(::getpid()) + "." + std::to_string(counter++));
 }
 
+// Replaces `target` by `temp` with rename(2); removes `temp` and throws when that fails.
 void commit_file(const fs::path& temp, const fs::path& target) {
   std::error_code ec;
   fs::rename(temp, target, ec);
@@ -28,6 +32,8 @@ void commit_file(const fs::path& temp, const fs::path& target) {
                              ec.message());
   }
 }
+
+}  // namespace
 
 void write_file(const fs::path& path, std::string_view bytes) {
   const fs::path temp = temp_path_for(path);

@@ -12,12 +12,4 @@ namespace dtwin {
 /// not writable, or the disk is full; the temporary file is removed then.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 
-/// A fresh path next to `target` (same folder, so that a rename is atomic) for a temporary
-/// file: ".<name>.tmp.<pid>.<counter>".
-std::filesystem::path temp_path_for(const std::filesystem::path& target);
-
-/// Atomically replaces `target` by `temp` (rename(2) within one file system). Throws
-/// std::runtime_error naming both paths, after removing `temp`, when the rename fails.
-void commit_file(const std::filesystem::path& temp, const std::filesystem::path& target);
-
 }  // namespace dtwin

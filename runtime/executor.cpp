@@ -179,7 +179,7 @@ Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Ten
   const sched::Layout& layout = schedule_.layout;
   const int peer = peer_rank(a);
   const int group_rank = layout.pipeline_rank(peer);
-  const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
+  const bool send = sched::is_send(a.kind);
   Works works;
   for (size_t i = 0; i < message.size(); ++i) {
     std::vector<torch::Tensor> tensors{message[i]};

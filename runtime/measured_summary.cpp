@@ -19,7 +19,7 @@ namespace {
 void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::Layout& layout) {
   std::map<std::tuple<int, int, std::string>, double> received;  // (step, rank, RECV) -> end
   for (const trace::TimedAction& e : events)
-    if (e.action.kind == sched::ActionKind::RECV_F || e.action.kind == sched::ActionKind::RECV_B)
+    if (sched::is_receive(e.action.kind))
       received[{e.step, e.rank, sched::to_string(e.action)}] = e.end;
   for (trace::TimedAction& e : events) {
     if (e.action.kind != sched::ActionKind::SEND_F && e.action.kind != sched::ActionKind::SEND_B)

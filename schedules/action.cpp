@@ -43,9 +43,16 @@ bool is_compute(ActionKind kind) {
          kind == ActionKind::W;
 }
 
+bool is_send(ActionKind kind) {
+  return kind == ActionKind::SEND_F || kind == ActionKind::SEND_B;
+}
+
+bool is_receive(ActionKind kind) {
+  return kind == ActionKind::RECV_F || kind == ActionKind::RECV_B;
+}
+
 bool is_p2p(ActionKind kind) {
-  return kind == ActionKind::SEND_F || kind == ActionKind::RECV_F || kind == ActionKind::SEND_B ||
-         kind == ActionKind::RECV_B;
+  return is_send(kind) || is_receive(kind);
 }
 
 bool has_microbatch(ActionKind kind) {

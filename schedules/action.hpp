@@ -41,6 +41,10 @@ std::string_view kind_name(ActionKind kind);
 bool is_compute(ActionKind kind);
 /// True for SEND_F, RECV_F, SEND_B, RECV_B.
 bool is_p2p(ActionKind kind);
+/// True for SEND_F and SEND_B.
+bool is_send(ActionKind kind);
+/// True for RECV_F and RECV_B.
+bool is_receive(ActionKind kind);
 /// True for the kinds that carry a microbatch index (all but ALLREDUCE and OPTIM).
 bool has_microbatch(ActionKind kind);
 

@@ -17,13 +17,11 @@ Endpoint sender_of(const Layout& layout, int rank, const Action& receive) {
 }
 
 Endpoint peer_of(const Layout& layout, int rank, const Action& p2p) {
-  const bool send = p2p.kind == ActionKind::SEND_F || p2p.kind == ActionKind::SEND_B;
-  return send ? receiver_of(layout, rank, p2p) : sender_of(layout, rank, p2p);
+  return is_send(p2p.kind) ? receiver_of(layout, rank, p2p) : sender_of(layout, rank, p2p);
 }
 
 int transfer_tag(const Layout& layout, const Action& p2p) {
-  const bool receive = p2p.kind == ActionKind::RECV_F || p2p.kind == ActionKind::RECV_B;
-  const Action at = receive ? p2p : receiver_of(layout, 0, p2p).action;
+  const Action at = is_receive(p2p.kind) ? p2p : receiver_of(layout, 0, p2p).action;
   const int direction = at.kind == ActionKind::RECV_F ? 0 : 1;
   return (at.stage * 2 + direction) * layout.microbatches + at.microbatch;
 }

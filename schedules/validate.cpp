@@ -155,7 +155,7 @@ class Validator {
   // The producer of a transfer must precede the SEND, the consumer must follow the RECV.
   void check_transfer(int r, int i, const Action& a) const {
     const bool forward = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_F;
-    const bool send = a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B;
+    const bool send = is_send(a.kind);
     const Endpoint peer = peer_of(layout_, r, a);
     const Action& expected = peer.action;
     if (expected.stage < 0 || expected.stage >= layout_.num_stages())

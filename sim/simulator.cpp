@@ -41,9 +41,8 @@ struct World {
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
 std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
-  const bool receive = a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B;
   const sched::Endpoint to =
-      receive ? sched::Endpoint{rank, a} : sched::receiver_of(layout, rank, a);
+      sched::is_receive(a.kind) ? sched::Endpoint{rank, a} : sched::receiver_of(layout, rank, a);
   return "p2p:" + std::to_string(to.rank) + ":" + sched::to_string(to.action);
 }
 
