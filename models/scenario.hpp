@@ -26,19 +26,30 @@ struct ModelSpec {
   int n_heads = 0;
   int ffn_hidden = 0;  ///< width of the feed-forward hidden layer (SwiGLU or GELU MLP)
   int seq_len = 0;     ///< tokens per sequence
+  Attention attention = Attention::Eager;
 };
 
-/// How ranks split the model and the batch. World size = dp * pp * tp.
+/// How GPUs split the model and the batch. World size = dp * pp * tp, numbered as Megatron-LM
+/// does: tensor-parallel index innermost, then data-parallel index, then pipeline rank, so GPU
+/// g = (pipeline_rank * dp + dp_index) * tp + tp_index. A schedule rank is one tensor-parallel
+/// group (tp GPUs that run the same actions on shards of each layer).
 struct LayoutSpec {
   int dp = 1;                ///< data-parallel replicas
   int pp = 1;                ///< pipeline ranks per replica
-  int tp = 1;                ///< tensor-parallel degree (only 1 is implemented)
+  int tp = 1;                ///< tensor-parallel degree (Megatron-LM's column/row split)
   int microbatches = 1;      ///< microbatches per step per replica
   int micro_batch_size = 1;  ///< sequences per microbatch
   sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
   int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved 1F1B)
   sched::DpSync dp_sync = sched::DpSync::AllReduce;
   std::vector<int> stage_layers;  ///< layers per stage (pp * virtual_stages entries) or empty
+  bool sequence_parallel = false;  ///< Korthikanti et al. 2022 sequence parallelism (tp > 1)
+  int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
+  Recompute recompute = Recompute::None;
+  bool overlap_grad_reduce = false;   ///< reduce gradient buckets while the backward runs
+  double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
+  bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
+  Offload offload = Offload::None;
 };
 
 struct TrainingSpec {
@@ -58,11 +69,15 @@ struct LinkSpec {
 
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::Cpu;
+  /// Device description (models/devices/<name>.yaml, or a path to such a file): the kernel-level
+  /// compute model times each operator from it. "" = time compute as FLOPs / (peak * efficiency).
+  std::string model;
   double peak_flops = 0;    ///< FLOP/s at the training precision
   double efficiency = 0.5;  ///< fraction of peak that a forward/backward reaches
   double memory = 0;        ///< bytes
   int cores = 1;            ///< cores SimGrid gives the host
   std::string profile;      ///< optional measured profile file ("" = none)
+  LinkSpec host_link;       ///< device <-> host memory (PCIe); bandwidth 0 = none given
 };
 
 struct ClusterSpec {
