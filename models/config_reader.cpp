@@ -240,6 +240,10 @@ void Section::choice(const std::string& key, const std::vector<std::string>& opt
   if (auto f = find(key)) out = to_choice(*origin_, *f, options);
 }
 
+void Section::boolean(const std::string& key, bool& out) const {
+  if (auto f = find(key)) out = to_choice(*origin_, *f, {"false", "true"}) == "true";
+}
+
 std::string Section::text(const std::string& key, bool allow_empty) const {
   const Field f = get(key);
   if (!f.node.IsScalar() || (!allow_empty && f.node.Scalar().empty())) {

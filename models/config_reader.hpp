@@ -111,6 +111,8 @@ class Section {
   void choice(const std::string& key, const NameTable<E, N>& table, E& out) const {
     if (find(key)) out = choice(key, table);
   }
+  /// An optional `true` or `false` (exactly those words); absent leaves `out` alone.
+  void boolean(const std::string& key, bool& out) const;
   /// A scalar as text; `allow_empty` = false demands a non-empty string.
   std::string text(const std::string& key, bool allow_empty) const;
   void text(const std::string& key, bool allow_empty, std::string& out) const;

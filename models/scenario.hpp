@@ -42,7 +42,7 @@ struct LayoutSpec {
   sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
   int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved 1F1B)
   sched::DpSync dp_sync = sched::DpSync::AllReduce;
-  std::vector<int> stage_layers;  ///< layers per stage (pp * virtual_stages entries) or empty
+  std::vector<int> stage_layers;   ///< layers per stage (pp * virtual_stages entries) or empty
   bool sequence_parallel = false;  ///< Korthikanti et al. 2022 sequence parallelism (tp > 1)
   int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
   Recompute recompute = Recompute::None;

@@ -68,8 +68,8 @@ Override apply_override(YAML::Node& root, const std::string& text) {
 /// Reads `model` and checks the head size (even for llama's rotary embeddings); returns the section
 /// for later cross-checks.
 Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
-  Section s = root.section(
-      "model", {"family", "vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "seq_len"});
+  Section s = root.section("model", {"family", "vocab_size", "d_model", "n_layers", "n_heads",
+                                     "ffn_hidden", "seq_len", "attention"});
   m.family = s.choice("family", kModelFamilyNames);
   m.vocab_size = s.integer("vocab_size", 1);
   m.d_model = s.integer("d_model", 1);
@@ -77,6 +77,7 @@ Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
   m.n_heads = s.integer("n_heads", 1);
   m.ffn_hidden = s.integer("ffn_hidden", 1);
   m.seq_len = s.integer("seq_len", 1);
+  s.choice("attention", kAttentionNames, m.attention);
 
   const Field d_model = s.get("d_model"), n_heads = s.get("n_heads");
   if (m.d_model % m.n_heads != 0) {
@@ -94,15 +95,58 @@ Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
   return s;
 }
 
+/// `what` of `field` to be divisible by layout.tp (Megatron-LM splits heads, the feed-forward
+/// width and the vocabulary over the tensor-parallel group).
+void require_tp_divides(const Origin& origin, const Field& tp, const Field& field, int value,
+                        int degree) {
+  if (value % degree == 0) return;
+  expected(origin, blame(origin, {&tp, &field}),
+           fmt::format("{} ({}) to be a multiple of layout.tp ({})", field.path, value, degree));
+}
+
+/// Reads layout's tensor-parallel, ZeRO, recomputation, overlap and offload keys and checks that
+/// they fit each other and the model.
+void read_sharding(const Origin& origin, const Section& s, const Section& model_s,
+                   const ModelSpec& model, LayoutSpec& l) {
+  s.boolean("sequence_parallel", l.sequence_parallel);
+  s.integer("zero", 0, l.zero);
+  if (l.zero > 3) expected(origin, s.get("zero"), "0, 1, 2 or 3");
+  s.choice("recompute", kRecomputeNames, l.recompute);
+  s.boolean("overlap_grad_reduce", l.overlap_grad_reduce);
+  s.quantity("bucket_size", Quantity::Bytes, true, l.bucket_size);
+  s.boolean("overlap_param_gather", l.overlap_param_gather);
+  s.choice("offload", kOffloadNames, l.offload);
+
+  if (l.tp > 1) {
+    const Field tp = s.get("tp");
+    require_tp_divides(origin, tp, model_s.get("n_heads"), model.n_heads, l.tp);
+    require_tp_divides(origin, tp, model_s.get("ffn_hidden"), model.ffn_hidden, l.tp);
+    require_tp_divides(origin, tp, model_s.get("vocab_size"), model.vocab_size, l.tp);
+  }
+  if (l.sequence_parallel && l.tp == 1)
+    expected(origin, s.get("sequence_parallel"), "false unless layout.tp > 1");
+  if (l.zero > 0 && l.dp == 1) {
+    const Field zero = s.get("zero"), dp = s.get("dp");
+    expected(origin, blame(origin, {&zero, &dp}),
+             "layout.zero = 0 with layout.dp = 1 (ZeRO shards over the data-parallel group)");
+  }
+  if (l.zero > 0 && l.dp_sync != sched::DpSync::AllReduce)
+    expected(origin, s.get("dp_sync"), "all-reduce when layout.zero > 0");
+  if (l.overlap_param_gather && l.zero == 0)
+    expected(origin, s.get("overlap_param_gather"),
+             "false unless layout.zero > 0 (only sharded parameters are gathered)");
+}
+
 /// Reads `layout` and checks it against the schedule and the model's layer count.
 Section read_layout(const Origin& origin, const Section& root, const Section& model_s,
                     const ModelSpec& model, LayoutSpec& l) {
-  Section s = root.section("layout", {"dp", "pp", "tp", "microbatches", "micro_batch_size",
-                                      "schedule", "virtual_stages", "dp_sync", "stage_layers"});
+  Section s = root.section(
+      "layout", {"dp", "pp", "tp", "microbatches", "micro_batch_size", "schedule", "virtual_stages",
+                 "dp_sync", "stage_layers", "sequence_parallel", "zero", "recompute",
+                 "overlap_grad_reduce", "bucket_size", "overlap_param_gather", "offload"});
   l.dp = s.integer("dp", 1);
   l.pp = s.integer("pp", 1);
   s.integer("tp", 1, l.tp);
-  if (l.tp != 1) expected(origin, s.get("tp"), "1 (tensor parallelism is not implemented yet)");
   l.microbatches = s.integer("microbatches", 1);
   l.micro_batch_size = s.integer("micro_batch_size", 1);
   l.schedule = s.choice("schedule", sched::kScheduleKindNames);
@@ -140,6 +184,7 @@ Section read_layout(const Origin& origin, const Section& root, const Section& mo
     expected(origin, blame(origin, {&*stage_layers, &n_layers}),
              fmt::format("entries summing to model.n_layers ({})", model.n_layers));
   }
+  read_sharding(origin, s, model_s, model, l);
   return s;
 }
 
@@ -174,8 +219,8 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
   c.devices_per_node = s.integer("devices_per_node", 1);
   s.integer("ranks_per_device", 1, c.ranks_per_device);
 
-  const Section d =
-      s.section("device", {"kind", "peak_flops", "efficiency", "memory", "cores", "profile"});
+  const Section d = s.section("device", {"kind", "model", "peak_flops", "efficiency", "memory",
+                                         "cores", "profile", "host_link"});
   DeviceSpec& dev = c.device;
   d.choice("kind", kDeviceKindNames, dev.kind);
   dev.peak_flops = d.quantity("peak_flops", Quantity::FlopRate, true);
@@ -184,6 +229,14 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
   dev.memory = d.quantity("memory", Quantity::Bytes, true);
   d.integer("cores", 1, dev.cores);
   d.text("profile", true, dev.profile);
+  d.text("model", true, dev.model);
+  if (d.find("host_link")) dev.host_link = read_link(d, "host_link");
+  if (sc.layout.offload != Offload::None && dev.host_link.bandwidth <= 0) {
+    const Field offload = layout_s.get("offload");
+    expected(origin, offload,
+             "none unless cluster.device.host_link is given (offloaded state "
+             "moves over it)");
+  }
 
   c.intra_node = read_link(s, "intra_node");
   c.inter_node = read_link(s, "inter_node");

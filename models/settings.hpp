@@ -26,16 +26,16 @@ inline constexpr NameTable<Attention, 2> kAttentionNames{
 /// recomputes the attention core (QKᵀ, softmax, dropout, AV) in the backward; full keeps only
 /// each layer's input and re-runs its whole forward in the backward.
 enum class Recompute { None, Selective, Full };
-inline constexpr NameTable<Recompute, 3> kRecomputeNames{{{{"none", Recompute::None},
-                                                           {"selective", Recompute::Selective},
-                                                           {"full", Recompute::Full}}}};
+inline constexpr NameTable<Recompute, 3> kRecomputeNames{
+    {{{"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}}}};
 
 /// layout.offload: ZeRO-Offload / ZeRO-Infinity style placement of model states in host memory,
 /// reached over cluster.device.host_link (Ren et al. 2021; Rajbhandari et al. 2021).
 enum class Offload { None, Optimizer, OptimizerParams };
-inline constexpr NameTable<Offload, 3> kOffloadNames{{{{"none", Offload::None},
-                                                       {"optimizer", Offload::Optimizer},
-                                                       {"optimizer+params", Offload::OptimizerParams}}}};
+inline constexpr NameTable<Offload, 3> kOffloadNames{
+    {{{"none", Offload::None},
+      {"optimizer", Offload::Optimizer},
+      {"optimizer+params", Offload::OptimizerParams}}}};
 
 /// training.precision: the element type of weights and activations (4 or 2 bytes).
 enum class Precision { Fp32, Bf16 };

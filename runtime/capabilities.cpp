@@ -9,26 +9,39 @@ void check_runtime_supports(const Scenario& scenario) {
   struct Requirement {
     bool met;
     const char* key;
-    std::string_view got;
+    std::string got;
     const char* expected;
   };
   const RuntimeSpec& r = scenario.runtime;
   const ModelSpec& m = scenario.model;
   const TrainingSpec& t = scenario.training;
+  const LayoutSpec& l = scenario.layout;
   const Requirement requirements[] = {
-      {r.device == RuntimeDevice::Cpu, "runtime.device", kRuntimeDeviceNames.name(r.device),
+      {r.device == RuntimeDevice::Cpu, "runtime.device",
+       std::string(kRuntimeDeviceNames.name(r.device)),
        "cpu (the runtime executes schedules on the CPU only for now)"},
-      {r.backend == Backend::Gloo, "runtime.backend", kBackendNames.name(r.backend),
+      {r.backend == Backend::Gloo, "runtime.backend", std::string(kBackendNames.name(r.backend)),
        "gloo (NCCL needs CUDA tensors, and the runtime executes on the CPU only for now)"},
-      {m.family == ModelFamily::Llama, "model.family", kModelFamilyNames.name(m.family),
+      {m.family == ModelFamily::Llama, "model.family",
+       std::string(kModelFamilyNames.name(m.family)),
        "llama (the runtime builds LLaMA stages; gpt2 is simulated only)"},
-      {t.precision == Precision::Fp32, "training.precision", kPrecisionNames.name(t.precision),
+      {t.precision == Precision::Fp32, "training.precision",
+       std::string(kPrecisionNames.name(t.precision)),
        "fp32 (the runtime trains in fp32; bf16 is simulated only)"},
+      {l.tp == 1, "layout.tp", std::to_string(l.tp), "1 (tensor parallelism is simulated only)"},
+      {!l.sequence_parallel, "layout.sequence_parallel", "true", "false"},
+      {l.zero == 0, "layout.zero", std::to_string(l.zero), "0 (ZeRO sharding is simulated only)"},
+      {l.recompute == Recompute::None, "layout.recompute",
+       std::string(kRecomputeNames.name(l.recompute)),
+       "none (activation recomputation is simulated only)"},
+      {!l.overlap_grad_reduce, "layout.overlap_grad_reduce", "true",
+       "false (gradient buckets are simulated only)"},
+      {l.offload == Offload::None, "layout.offload", std::string(kOffloadNames.name(l.offload)),
+       "none (offloading is simulated only)"},
   };
   for (const Requirement& q : requirements)
     if (!q.met)
-      throw UserError(where + q.key + ": expected " + q.expected + ", got '" + std::string(q.got) +
-                      "'");
+      throw UserError(where + q.key + ": expected " + q.expected + ", got '" + q.got + "'");
 }
 
 }  // namespace dtwin::rt
