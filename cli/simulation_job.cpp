@@ -25,7 +25,7 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
   const CostModel cost(scenario);
   const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
   write_file(dir + "/predicted.trace.json",
-             trace::to_chrome_trace(result.events, scenario.world_size()));
+             trace::to_chrome_trace(result.events, schedule.layout.world_size()));
   write_file(dir + "/predicted.summary.json", trace::to_summary_json(result.summary));
   std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
             << dir << "/predicted.trace.json and predicted.summary.json\n";

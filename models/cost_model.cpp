@@ -1,5 +1,8 @@
 #include "models/cost_model.hpp"
 
+#include "models/parallel_memory.hpp"
+
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -9,9 +12,6 @@ namespace {
 
 /// AdamW's element-wise FLOPs per parameter per step (an estimate; see the class comment).
 constexpr double kAdamFlopsPerParam = 12;
-/// Static bytes per parameter: weights + gradients + Adam moments (and the fp32 master copy
-/// for bf16); 16 in both precisions (ZeRO §3.1).
-constexpr double kStaticBytesPerParam = 16;
 /// Bytes per parameter of the weights that weight averaging moves: the fp32 (master) weights.
 constexpr double kMasterBytesPerParam = 4;
 
@@ -82,10 +82,21 @@ std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
   return std::vector<int>(stages, m.n_layers / stages);
 }
 
+/// Seconds of one all-reduce of `bytes` over the tensor-parallel group: a ring over the
+/// intra-node link when the group fits in a node (Megatron-LM places it there), else over the
+/// inter-node link.
+double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
+  const ClusterSpec& c = scenario.cluster;
+  const int t = scenario.layout.tp;
+  const LinkSpec& link = t <= c.devices_per_node ? c.intra_node : c.inter_node;
+  return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
+}
+
 }  // namespace
 
 CostModel::CostModel(const Scenario& scenario)
     : model_(scenario.model),
+      layout_(scenario.layout),
       micro_batch_size_(scenario.layout.micro_batch_size),
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)) {
   const Shape shape = shape_of(model_);
@@ -94,12 +105,27 @@ CostModel::CostModel(const Scenario& scenario)
   const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
                b = micro_batch_size_;
   const double bpe = bytes_per_element_;
+  const LayoutSpec& l = scenario.layout;
+  const double t = l.tp;
+  const double sp_shard = l.sequence_parallel ? t : 1;  // sequence-parallel regions hold s/t
 
-  // Per layer, per microbatch.
-  const double matmul_flops = 2 * T * shape.layer_matmul;  // the weight products' forward
-  const double attention_flops = 4 * T * s * d;            // QKᵀ and AV, forward
-  const double layer_activation = s * b * d * (34 + 5 * a * s / d) * (bpe / 2);  // Korthikanti
-  const double head_flops = 2 * T * d * V;
+  // Per layer, per microbatch, per GPU of the tensor-parallel group.
+  const double matmul_flops = 2 * T * shape.layer_matmul / t;  // the weight products' forward
+  const double attention_flops = 4 * T * s * d / t;            // QKᵀ and AV, forward
+  const double layer_activation = layer_activation_bytes({s, b, d, a, l.tp, l.sequence_parallel},
+                                                         l.recompute, model_.attention, bpe);
+  const double head_flops = 2 * T * d * V / t;
+  // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
+  // full the whole layer, selective the attention core.
+  const double recompute_flops = l.recompute == Recompute::Full ? matmul_flops + attention_flops
+                                 : l.recompute == Recompute::Selective ? attention_flops
+                                                                       : 0;
+  // Megatron's f/g operators: 2 all-reduces of b·s·h per layer in the forward and 2 in the input
+  // backward (Narayanan et al. 2021 §3.2); with sequence parallelism all-gathers and
+  // reduce-scatters of the same volume and time (Korthikanti et al. 2022 §4.2.2). Full
+  // recomputation repeats the forward's 2.
+  const double tp_collective = tp_allreduce_seconds(scenario, T * d * bpe);
+  const double recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
 
   const int n = static_cast<int>(layers.size());
   int first = 0;
@@ -114,12 +140,16 @@ CostModel::CostModel(const Scenario& scenario)
     const double L = c.num_layers;
     c.params = L * shape.layer_params;
     c.forward_flops = L * (matmul_flops + attention_flops);
-    c.input_backward_flops = L * (matmul_flops + 2 * attention_flops);
+    c.recompute_flops = L * recompute_flops;
+    c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
     c.weight_backward_flops = L * matmul_flops;
     c.activation_bytes = L * layer_activation;
+    c.tp_forward_s = 2 * L * tp_collective;
+    c.tp_input_backward_s = (2 + recompute_collectives) * L * tp_collective;
     if (c.has_embedding) {
       c.params += shape.embedding;
-      c.activation_bytes += T * d * bpe;
+      c.activation_bytes += T * d * bpe / sp_shard;
+      if (l.tp > 1) c.tp_forward_s += tp_collective;  // the vocabulary-parallel lookup's sum
     }
     if (c.has_head) {
       // A tied head is the embedding itself on a single stage, a copy of it otherwise.
@@ -128,9 +158,10 @@ CostModel::CostModel(const Scenario& scenario)
       c.forward_flops += head_flops;
       c.input_backward_flops += head_flops;
       c.weight_backward_flops += head_flops;
-      c.activation_bytes += 2 * T * V * bpe;
+      c.activation_bytes += 2 * T * V * bpe / t;
+      if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
-    c.optimizer_flops = kAdamFlopsPerParam * c.params;
+    c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
     stages_.push_back(c);
   }
 }
@@ -156,7 +187,8 @@ double CostModel::parameter_bytes(int s) const {
 }
 
 double CostModel::static_memory_bytes(int s) const {
-  return stage(s).params * kStaticBytesPerParam;
+  return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
+                           bytes_per_element_);
 }
 
 double CostModel::total_params() const {

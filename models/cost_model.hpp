@@ -33,7 +33,9 @@
 
 namespace dtwin {
 
-/// Per-stage costs of one microbatch (micro_batch_size sequences of seq_len tokens).
+/// Per-stage costs of one microbatch (micro_batch_size sequences of seq_len tokens). FLOPs,
+/// activation bytes and seconds are per GPU of the stage's tensor-parallel group (a 1/tp share
+/// of the layer's matrix products); params counts the whole stage.
 struct StageCost {
   int first_layer = 0;               ///< index of the stage's first transformer layer
   int num_layers = 0;                ///< transformer layers of the stage
@@ -42,9 +44,13 @@ struct StageCost {
   double params = 0;                 ///< parameters the stage owns (count)
   double forward_flops = 0;          ///< F, per microbatch
   double input_backward_flops = 0;   ///< I: gradient w.r.t. inputs/activations, per microbatch
+                                     ///< (with the recomputed forward's FLOPs)
+  double recompute_flops = 0;        ///< the part of I that recomputes forward work
   double weight_backward_flops = 0;  ///< W: gradient w.r.t. weights, per microbatch
   double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
   double optimizer_flops = 0;        ///< one AdamW step over the stage's parameters
+  double tp_forward_s = 0;           ///< tensor-parallel collectives inside F, seconds
+  double tp_input_backward_s = 0;    ///< tensor-parallel collectives inside I (or B), seconds
 };
 
 /// The costs of every pipeline stage of a scenario (see the file comment for the formulas).
@@ -61,14 +67,24 @@ struct StageCost {
 ///    of the weight-free attention products, twice their forward: 8·T·s·d per layer.
 ///
 /// Activation bytes per microbatch (held from a stage's F until its backward frees them):
-///  - per layer s·b·d·(34 + 5·a·s/d) bytes at 16-bit precision, without recomputation or
-///    sequence/tensor parallelism (Korthikanti et al. 2022, "Reducing Activation Recomputation in
-///    Large Transformer Models", eq. 1), scaled by bytes_per_element()/2 for fp32. The equation
-///    was derived for a GPT layer (GELU MLP of width 4d, dropout masks); it is applied unchanged
-///    to both families as an estimate;
-///  - the first stage adds the embedding output, T·d·bytes_per_element();
+///  - per layer layer_activation_bytes (models/parallel_memory.hpp): s·b·d·(34 + 5·a·s/d) bytes
+///    at 16-bit precision without recomputation or sequence/tensor parallelism (Korthikanti et
+///    al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1), and
+///    their Table 2 for tensor and sequence parallelism, selective and full recomputation and
+///    flash attention; scaled by bytes_per_element()/2 for fp32. The equations were derived for a
+///    GPT layer (GELU MLP of width 4d, dropout masks); they are applied unchanged to both
+///    families as an estimate;
+///  - the first stage adds the embedding output, T·d·bytes_per_element() (/tp with sequence
+///    parallelism);
 ///  - the last stage adds the logits and their softmax (which becomes their gradient),
-///    2·T·V·bytes_per_element().
+///    2·T·V·bytes_per_element() / tp (vocabulary-parallel head).
+///
+/// Recomputation adds to I the forward work it repeats: the whole layer's F for full, the
+/// attention products (4·T·s·d per layer) for selective. Tensor-parallel collectives (seconds,
+/// tp_forward_s / tp_input_backward_s): 2 all-reduces of T·d elements per layer in F and 2 in I
+/// (Narayanan et al. 2021 §3.2), 2 more in I with full recomputation, one more in F on the
+/// embedding stage and in I on the head stage, each a ring over the tensor-parallel group
+/// (ring_half_seconds twice) on the intra-node link (inter-node when tp exceeds a node).
 ///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the
@@ -76,8 +92,8 @@ struct StageCost {
 /// one.
 class CostModel {
  public:
-  /// Reads model.*, layout.pp, layout.virtual_stages, layout.stage_layers,
-  /// layout.micro_batch_size and training.precision. Throws std::logic_error (a bug) for a scenario
+  /// Reads model.*, layout.*, training.precision and the cluster's links (for tensor-parallel
+  /// collectives). Throws std::logic_error (a bug) for a scenario
   /// that the loader would have rejected (a family or precision without a table entry, a bad
   /// layer split).
   explicit CostModel(const Scenario& scenario);
@@ -98,10 +114,12 @@ class CostModel {
   /// params · 4 in both precisions. With bf16 the averaged weights are the fp32 master copy (the
   /// bf16 weights are re-cast from it after the step), so 4 bytes per parameter, not 2.
   double parameter_bytes(int s) const;
-  /// Bytes that stay resident on stage `s` whatever the schedule: weights, gradients and AdamW
-  /// state, 16 bytes per parameter in both precisions: fp32 = 4 (weights) + 4 (gradients) + 8
-  /// (Adam m and v); bf16 = 2 (bf16 weights) + 2 (bf16 gradients) + 4 (fp32 master weights) + 8
-  /// (fp32 Adam m and v) (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1).
+  /// Bytes per GPU that stay resident on stage `s` whatever the schedule: weights, gradients and
+  /// AdamW state of its params / tp parameters, 16 bytes per parameter in both precisions before
+  /// ZeRO sharding: fp32 = 4 (weights) + 4 (gradients) + 8 (Adam m and v); bf16 = 2 (bf16
+  /// weights) + 2 (bf16 gradients) + 4 (fp32 master weights) + 8 (fp32 Adam m and v)
+  /// (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1), sharded over dp by
+  /// layout.zero and moved to the host by layout.offload (model_state_bytes).
   double static_memory_bytes(int s) const;
 
   /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
@@ -128,6 +146,7 @@ class CostModel {
 
  private:
   ModelSpec model_;
+  LayoutSpec layout_;
   int micro_batch_size_ = 1;
   double bytes_per_element_ = 4;
   std::vector<StageCost> stages_;

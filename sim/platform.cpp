@@ -102,8 +102,9 @@ Platform build_platform(const Scenario& scenario) {
     build_star(scenario, platform);
   const ClusterSpec& cluster = scenario.cluster;
   platform.threads_per_rank = std::max(1, cluster.device.cores / cluster.ranks_per_device);
-  for (int rank = 0; rank < scenario.world_size(); ++rank)
-    platform.rank_hosts.push_back(platform.devices.at(rank / cluster.ranks_per_device));
+  const int tp = scenario.layout.tp;
+  for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
+    platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
   return platform;
 }
 

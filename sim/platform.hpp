@@ -10,11 +10,16 @@
 
 namespace dtwin::sim {
 
-/// Hosts of the simulated cluster. Device d of node n is host n*devices_per_node + d; rank r runs
-/// on device r / ranks_per_device, so ranks sharing a device contend for it.
+/// Hosts of the simulated cluster. Device d of node n is host n*devices_per_node + d. A schedule
+/// rank is a tensor-parallel group of tp GPUs (tp = 1: one GPU); rank r runs on the host of its
+/// first GPU, device r*tp / ranks_per_device, so ranks sharing a device contend for it. The
+/// group's tp members run the same actions on equal shards at the same times, so one actor
+/// stands for all of them; their collectives inside an action are timed in closed form by the
+/// cost model (tensor-parallel traffic stays inside the node: it does not contend with the
+/// pipeline and data-parallel flows simulated here).
 struct Platform {
   std::vector<simgrid::s4u::Host*> devices;
-  std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per rank
+  std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per schedule rank (tensor-parallel group)
   int threads_per_rank = 1;                     ///< cores an execution of one rank may use
 };
 

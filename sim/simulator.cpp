@@ -74,7 +74,15 @@ double model_flops(const World& world, const Action& a) {
                  s.input_backward_flops, s.weight_backward_flops, s.optimizer_flops);
 }
 
-void compute(World& world, int rank, const Action& a) {
+// Seconds of the tensor-parallel collectives inside a compute action.
+double tensor_parallel_seconds(const World& world, const Action& a) {
+  const StageCost& s = world.cost.stage(a.stage);
+  return of_kind(a.kind, s.tp_forward_s, s.tp_input_backward_s, s.tp_input_backward_s, 0, 0);
+}
+
+// Runs a compute action; returns the seconds of tensor-parallel collectives it spent, which
+// follow its computation (Megatron's f/g all-reduces block the layer that issues them).
+double compute(World& world, int rank, const Action& a) {
   const int threads = world.platform.threads_per_rank;
   sg4::Host* host = world.platform.rank_hosts[rank];
   // FLOPs per thread: the rank's work split over its cores.
@@ -82,6 +90,9 @@ void compute(World& world, int rank, const Action& a) {
   const double per_thread =
       seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads;
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+  const double collectives = tensor_parallel_seconds(world, a);
+  if (collectives > 0) sg4::this_actor::sleep_for(collectives);
+  return collectives;
 }
 
 sim::Group dp_group(const World& world, int rank, int stage) {
@@ -140,7 +151,7 @@ void run_rank(World& world, int rank) {
         event.end = sg4::Engine::get_clock();
         break;
       default:
-        compute(world, rank, a);
+        event.exposed_comm = compute(world, rank, a);
         event.end = sg4::Engine::get_clock();
     }
     world.events[rank].push_back(event);

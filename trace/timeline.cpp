@@ -9,6 +9,11 @@
 #include "schedules/user_error.hpp"
 
 namespace dtwin::trace {
+namespace {
+
+constexpr const char* kTensorParallelCategory = "tensor_parallel";
+
+}  // namespace
 
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
   StepSummary summary;
@@ -19,9 +24,8 @@ StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
     last = std::max(last, e.end);
     RankSummary& rank = summary.ranks.at(e.rank);
     if (is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM)
-      rank.compute_s += e.end - e.start;
-    else
-      rank.comm_s += e.exposed_comm;
+      rank.compute_s += e.end - e.start - e.exposed_comm;
+    rank.comm_s += e.exposed_comm;
   }
   if (events.empty()) return summary;
   summary.step_time_s = last - first;
@@ -83,6 +87,14 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
                      {"ts", e.start * 1e6},
                      {"dur", (e.end - e.start) * 1e6},
                      {"args", args}});
+    if (compute && e.exposed_comm > 0)
+      trace.push_back({{"name", "TP " + to_string(e.action)},
+                       {"cat", kTensorParallelCategory},
+                       {"ph", "X"},
+                       {"pid", e.rank},
+                       {"tid", 1},
+                       {"ts", (e.end - e.exposed_comm) * 1e6},
+                       {"dur", e.exposed_comm * 1e6}});
   }
   return nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
@@ -95,7 +107,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   size_t index = 0;
   for (const auto& e : doc["traceEvents"]) {
     ++index;
-    if (e.value("ph", "") != "X") continue;
+    if (e.value("ph", "") != "X" || e.value("cat", "") == kTensorParallelCategory) continue;
     try {
       auto action = sched::parse_action(e.at("name").get<std::string>());
       if (!action) throw UserError("name is not an action");

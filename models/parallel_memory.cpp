@@ -1,0 +1,68 @@
+#include "models/parallel_memory.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace dtwin {
+namespace {
+
+/// Model-state bytes per parameter before sharding, in both precisions (ZeRO §3.1).
+constexpr double kStateBytesPerParam = 16;
+
+void check_zero(int zero) {
+  if (zero < 0 || zero > 3)
+    throw std::invalid_argument("ZeRO stage " + std::to_string(zero) + " is not 0..3");
+}
+
+}  // namespace
+
+double model_state_bytes(double params, int zero, int dp, Offload offload,
+                         double bytes_per_element) {
+  check_zero(zero);
+  if (dp < 1) throw std::invalid_argument("model_state_bytes: dp < 1");
+  const double n = dp;
+  const double weights = params * bytes_per_element / (zero >= 3 ? n : 1);
+  const double gradients = params * bytes_per_element / (zero >= 2 ? n : 1);
+  const double optimizer =
+      params * (kStateBytesPerParam - 2 * bytes_per_element) / (zero >= 1 ? n : 1);
+  switch (offload) {
+    case Offload::None:
+      return weights + gradients + optimizer;
+    case Offload::Optimizer:
+      return weights + gradients;
+    case Offload::OptimizerParams:
+      return 0;
+  }
+  throw std::logic_error("model_state_bytes: offload without a rule");
+}
+
+double dp_traffic_elements(double params, int zero) {
+  check_zero(zero);
+  return (zero == 3 ? 3 : 2) * params;
+}
+
+double layer_activation_bytes(const LayerActivationShape& x, Recompute recompute,
+                              Attention attention, double bytes_per_element) {
+  const double sbh = x.s * x.b * x.h, t = x.t;
+  const double scores = attention == Attention::Flash ? 0 : 5 * x.a * x.s / (x.h * t);
+  double per_sbh = 0;
+  switch (recompute) {
+    case Recompute::None:
+      per_sbh = (x.sequence_parallel ? 34 / t : 10 + 24 / t) + scores;
+      break;
+    case Recompute::Selective:
+      per_sbh = x.sequence_parallel ? 34 / t : 10 + 24 / t;
+      break;
+    case Recompute::Full:
+      per_sbh = x.sequence_parallel ? 2 / t : 2;
+      break;
+  }
+  return sbh * per_sbh * bytes_per_element / 2;
+}
+
+double ring_half_seconds(double bytes, int n, double bandwidth, double latency) {
+  if (n <= 1) return 0;
+  return (n - 1) * (latency + bytes / (n * bandwidth));
+}
+
+}  // namespace dtwin

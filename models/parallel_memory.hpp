@@ -1,0 +1,57 @@
+// Closed-form memory and communication volumes of sharded, tensor-parallel and recomputed
+// training: ZeRO's model states and data-parallel traffic (Rajbhandari et al. 2020, "ZeRO: Memory
+// Optimizations Toward Training Trillion Parameter Models", §5 and §7) and the activations a
+// transformer layer keeps (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+// Transformer Models", Table 2).
+#pragma once
+
+#include "models/settings.hpp"
+
+namespace dtwin {
+
+/// Bytes of model states per GPU for `params` parameters held by one data-parallel group of `dp`
+/// GPUs under ZeRO stage `zero` (0..3). With 16-bit training (bytes_per_element 2) this is
+/// mixed-precision Adam with K = 12 bytes of optimizer state per parameter (ZeRO §5, Figure 1):
+/// stage 0: 16Ψ; stage 1: 4Ψ + 12Ψ/N; stage 2: 2Ψ + 14Ψ/N; stage 3: 16Ψ/N. With fp32 training
+/// (4) weights and gradients take 4 bytes each and Adam's m and v 8: 16Ψ again before sharding.
+/// `offload` moves the optimizer state (and with optimizer+params also the weights and
+/// gradients, which ZeRO-Infinity streams in per layer) to host memory (ZeRO-Offload, Ren et al.
+/// 2021; ZeRO-Infinity, Rajbhandari et al. 2021): those bytes leave the GPU.
+/// Throws std::invalid_argument for zero outside 0..3 or dp < 1.
+double model_state_bytes(double params, int zero, int dp, Offload offload = Offload::None,
+                         double bytes_per_element = 2);
+
+/// Elements each GPU moves per step for data-parallel synchronisation of `params` parameters, in
+/// units of Ψ = params (ZeRO §7.2): 2Ψ for an all-reduce (stage 0) and for stages 1 and 2 (a
+/// reduce-scatter Ψ and an all-gather Ψ), 3Ψ for stage 3 (an all-gather in forward, another in
+/// backward, a reduce-scatter of the gradients). Throws std::invalid_argument for zero outside
+/// 0..3.
+double dp_traffic_elements(double params, int zero);
+
+/// Shape of one microbatch through one transformer layer: s tokens per sequence, b sequences,
+/// hidden size h, a attention heads, tensor-parallel degree t.
+struct LayerActivationShape {
+  double s = 0, b = 0, h = 0, a = 0;
+  int t = 1;
+  bool sequence_parallel = false;
+};
+
+/// Bytes of activations one transformer layer keeps per microbatch on one GPU, 16-bit elements
+/// scaled by bytes_per_element / 2, from Korthikanti et al. 2022 Table 2:
+///  - no recomputation: sbh(34 + 5as/h) at t = 1; sbh(10 + 24/t + 5as/(ht)) with tensor
+///    parallelism; sbh(34/t + 5as/(ht)) with tensor and sequence parallelism;
+///  - selective: the attention core (5as/h term) is recomputed: sbh(10 + 24/t), or 34sbh/t with
+///    sequence parallelism;
+///  - full: only the layer input, 2sbh (2sbh/t with sequence parallelism, whose input is the
+///    sequence shard).
+/// Flash attention never stores the score and softmax tensors: the 5as/h term is dropped.
+double layer_activation_bytes(const LayerActivationShape& shape, Recompute recompute,
+                              Attention attention, double bytes_per_element);
+
+/// Seconds of a ring reduce-scatter or all-gather of `bytes` (the full, unsharded size) over `n`
+/// ranks: (n-1)(α + bytes/(n·β)) with β in bytes/s and α in seconds (Thakur et al. 2005). An
+/// all-reduce is a reduce-scatter followed by an all-gather: twice this (Patarasuk & Yuan 2009).
+/// 0 for n = 1.
+double ring_half_seconds(double bytes, int n, double bandwidth, double latency);
+
+}  // namespace dtwin
