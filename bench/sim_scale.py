@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Simulator scale benchmark: wall time and peak memory of `dtwin simulate` on the 7B scenario
-and on layouts of 1024 and 4096 GPUs. Prints a Markdown table (README, "Simulator benchmark").
+and on layouts of 1024 and 4096 GPUs, LLaMA-2 7B (DP x PP) and GPT-3 175B (TP x PP x DP). Prints a Markdown table (README, "Simulator benchmark").
 
 Usage: python3 bench/sim_scale.py [path/to/dtwin]
 """
@@ -20,6 +20,9 @@ CASES = [
      ["--collectives", "message"]),
     ("LLaMA-2 7B, 4096 A100 (dp 512 x pp 8, m 16)", "scenarios/llama2-7b-1024gpu.yaml",
      ["--set", "layout.dp=512", "--set", "cluster.nodes=512"]),
+    ("GPT-3 175B, 1024 A100 (tp 8 x pp 16 x dp 8, m 192)", "scenarios/gpt3-175b-4096gpu.yaml",
+     ["--set", "layout.dp=8", "--set", "layout.microbatches=192", "--set", "cluster.nodes=128"]),
+    ("GPT-3 175B, 4096 A100 (tp 8 x pp 16 x dp 32, m 48)", "scenarios/gpt3-175b-4096gpu.yaml", []),
 ]
 
 

@@ -1,5 +1,6 @@
 #include "models/cost_model.hpp"
 
+#include "models/layer_ops.hpp"
 #include "models/parallel_memory.hpp"
 
 #include <algorithm>
@@ -92,6 +93,42 @@ double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
   return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
 }
 
+/// Seconds of the attention cores of one layer's forward, the part selective recomputation
+/// repeats.
+double attention_core_seconds(const DeviceDescription& device, const Scenario& scenario) {
+  double seconds = 0;
+  const Precision precision = scenario.training.precision;
+  for (const Op& op : layer_ops(scenario.model, scenario.layout, precision, Pass::Forward))
+    if (op.kind == OpKind::Attention) seconds += op_seconds(device, op, precision);
+  return seconds;
+}
+
+/// KernelSeconds of a stage of `layers` layers (see the class comment).
+KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
+                                   const StageCost& c) {
+  const ModelSpec& m = scenario.model;
+  const LayoutSpec& l = scenario.layout;
+  const Precision precision = scenario.training.precision;
+  const PassSeconds layer = layer_seconds(device, m, l, precision);
+  const double recompute = l.recompute == Recompute::Full ? layer.forward
+                           : l.recompute == Recompute::Selective
+                               ? attention_core_seconds(device, scenario)
+                               : 0;
+  const double L = c.num_layers;
+  KernelSeconds k{L * layer.forward, L * (layer.input_backward + recompute),
+                  L * layer.weight_backward, 0};
+  const auto add = [&k](const PassSeconds& p) {
+    k.forward += p.forward;
+    k.input_backward += p.input_backward;
+    k.weight_backward += p.weight_backward;
+  };
+  if (c.has_embedding) add(embedding_seconds(device, m, l, precision));
+  if (c.has_head) add(head_seconds(device, m, l, precision));
+  const double shard = l.tp * (l.zero >= 1 ? l.dp : 1);
+  k.optimizer = optimizer_seconds(device, c.params / shard);
+  return k;
+}
+
 }  // namespace
 
 CostModel::CostModel(const Scenario& scenario)
@@ -162,6 +199,8 @@ CostModel::CostModel(const Scenario& scenario)
       if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
+    if (const auto& device = scenario.cluster.device.description)
+      c.kernel = stage_kernel_seconds(*device, scenario, c);
     stages_.push_back(c);
   }
 }

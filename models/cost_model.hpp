@@ -27,11 +27,21 @@
 // stage s runs on pipeline rank s mod pp).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "models/scenario.hpp"
 
 namespace dtwin {
+
+/// Seconds per microbatch on one GPU from the kernel-level compute model (models/layer_ops.hpp),
+/// recomputation included in input_backward; optimizer is one step over the GPU's shard.
+struct KernelSeconds {
+  double forward = 0;
+  double input_backward = 0;
+  double weight_backward = 0;
+  double optimizer = 0;
+};
 
 /// Per-stage costs of one microbatch (micro_batch_size sequences of seq_len tokens). FLOPs,
 /// activation bytes and seconds are per GPU of the stage's tensor-parallel group (a 1/tp share
@@ -51,6 +61,8 @@ struct StageCost {
   double optimizer_flops = 0;        ///< one AdamW step over the stage's parameters
   double tp_forward_s = 0;           ///< tensor-parallel collectives inside F, seconds
   double tp_input_backward_s = 0;    ///< tensor-parallel collectives inside I (or B), seconds
+  /// Compute seconds when the scenario names a device description (cluster.device.model).
+  std::optional<KernelSeconds> kernel;
 };
 
 /// The costs of every pipeline stage of a scenario (see the file comment for the formulas).
@@ -85,6 +97,12 @@ struct StageCost {
 /// (Narayanan et al. 2021 §3.2), 2 more in I with full recomputation, one more in F on the
 /// embedding stage and in I on the head stage, each a ring over the tensor-parallel group
 /// (ring_half_seconds twice) on the intra-node link (inter-node when tp exceeds a node).
+///
+/// With a device description (cluster.device.model) each stage also gets KernelSeconds: the sum
+/// of its operators' times (layer_seconds · layers, embedding_seconds on the first stage,
+/// head_seconds on the last), with full recomputation adding the layers' forward to I and
+/// selective recomputation their attention cores; the optimizer step is optimizer_seconds over
+/// params / tp, divided by dp under ZeRO (each GPU updates its shard).
 ///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the

@@ -25,7 +25,7 @@
 
 #include <string>
 
-#include "models/scenario_loader.hpp"  // ConfigError
+#include "models/config_error.hpp"
 #include "models/settings.hpp"
 
 namespace dtwin {

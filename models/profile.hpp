@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "models/config_error.hpp"
 #include "models/scenario.hpp"
-#include "models/scenario_loader.hpp"  // ConfigError
 
 namespace dtwin {
 

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/device_description.hpp"
 #include "models/settings.hpp"
 #include "schedules/schedule.hpp"
 
@@ -72,7 +74,8 @@ struct DeviceSpec {
   /// Device description (models/devices/<name>.yaml, or a path to such a file): the kernel-level
   /// compute model times each operator from it. "" = time compute as FLOPs / (peak * efficiency).
   std::string model;
-  double peak_flops = 0;    ///< FLOP/s at the training precision
+  std::optional<DeviceDescription> description;  ///< `model` loaded, when given
+  double peak_flops = 0;                         ///< FLOP/s at the training precision
   double efficiency = 0.5;  ///< fraction of peak that a forward/backward reaches
   double memory = 0;        ///< bytes
   int cores = 1;            ///< cores SimGrid gives the host

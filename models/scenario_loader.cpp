@@ -223,13 +223,30 @@ void read_cluster(const Origin& origin, const Section& root, const Section& layo
                                          "cores", "profile", "host_link"});
   DeviceSpec& dev = c.device;
   d.choice("kind", kDeviceKindNames, dev.kind);
-  dev.peak_flops = d.quantity("peak_flops", Quantity::FlopRate, true);
+
   d.quantity("efficiency", Quantity::Count, true, dev.efficiency);
   if (dev.efficiency > 1) expected(origin, d.get("efficiency"), "a fraction in (0, 1]");
-  dev.memory = d.quantity("memory", Quantity::Bytes, true);
+
   d.integer("cores", 1, dev.cores);
   d.text("profile", true, dev.profile);
-  d.text("model", true, dev.model);
+  if (const std::optional<Field> model = d.find("model")) {
+    dev.model = d.text("model", false);
+    try {
+      dev.description = load_device_description(dev.model, sc.source);
+    } catch (const ConfigError& error) {
+      origin.fail(model->path, model->mark, error.what());
+    }
+  }
+  // A device description supplies the peak and the memory unless the scenario gives them.
+  if (dev.description) {
+    dev.peak_flops = dev.description->peak_flops(sc.training.precision);
+    dev.memory = dev.description->memory;
+    d.quantity("peak_flops", Quantity::FlopRate, true, dev.peak_flops);
+    d.quantity("memory", Quantity::Bytes, true, dev.memory);
+  } else {
+    dev.peak_flops = d.quantity("peak_flops", Quantity::FlopRate, true);
+    dev.memory = d.quantity("memory", Quantity::Bytes, true);
+  }
   if (d.find("host_link")) dev.host_link = read_link(d, "host_link");
   if (sc.layout.offload != Offload::None && dev.host_link.bandwidth <= 0) {
     const Field offload = layout_s.get("offload");

@@ -4,17 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "models/config_error.hpp"
 #include "models/scenario.hpp"
-#include "schedules/user_error.hpp"
 
 namespace dtwin {
-
-/// A scenario that cannot be read. what() is the complete one-line message, either
-/// "FILE:LINE:COL: KEY: expected WHAT, got 'VALUE'" or, for a value given on the command line,
-/// "--set KEY=VALUE: KEY: expected WHAT, got 'VALUE'". A UserError (exit 2 in the CLI).
-struct ConfigError : UserError {
-  using UserError::UserError;
-};
 
 /// Loads the scenario at `path`, applies `overrides` (each "key.path=value" as given to the
 /// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing

@@ -57,15 +57,21 @@ double of_kind(ActionKind kind, double f, double b, double i, double w, double o
   return figures[index];
 }
 
-// Seconds the profile measured for a compute action, stretched by the profile's contention
-// factor (the slowdown beyond the fair share of the cores when the device's ranks compute at
-// once), or nullopt without a profile.
-std::optional<double> profiled_seconds(const World& world, const Action& a) {
-  const Profile* profile = world.options.profile;
-  if (!profile) return std::nullopt;
-  const StageSeconds& s = profile->stages.at(a.stage);
-  return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward, s.optimizer) *
-         profile->contention;
+// Seconds of a compute action when they are known rather than derived from FLOPs: measured by
+// the profile and stretched by its contention factor (the slowdown beyond the fair share of the
+// cores when the device's ranks compute at once), else from the kernel-level compute model of
+// the device description, else nullopt.
+std::optional<double> known_seconds(const World& world, const Action& a) {
+  if (const Profile* profile = world.options.profile) {
+    const StageSeconds& s = profile->stages.at(a.stage);
+    return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward,
+                   s.optimizer) *
+           profile->contention;
+  }
+  if (const auto& k = world.cost.stage(a.stage).kernel)
+    return of_kind(a.kind, k->forward, k->input_backward + k->weight_backward, k->input_backward,
+                   k->weight_backward, k->optimizer);
+  return std::nullopt;
 }
 
 double model_flops(const World& world, const Action& a) {
@@ -80,18 +86,19 @@ double tensor_parallel_seconds(const World& world, const Action& a) {
   return of_kind(a.kind, s.tp_forward_s, s.tp_input_backward_s, s.tp_input_backward_s, 0, 0);
 }
 
-// Runs a compute action; returns the seconds of tensor-parallel collectives it spent, which
-// follow its computation (Megatron's f/g all-reduces block the layer that issues them).
+// Runs a compute action; returns the seconds of tensor-parallel collectives it spent
+// (Megatron's f/g all-reduces block the layer that issues them, so they add to its time; one
+// execution of compute plus collectives keeps the event count of a step independent of tp).
 double compute(World& world, int rank, const Action& a) {
   const int threads = world.platform.threads_per_rank;
   sg4::Host* host = world.platform.rank_hosts[rank];
-  // FLOPs per thread: the rank's work split over its cores.
-  const auto seconds = profiled_seconds(world, a);
-  const double per_thread =
-      seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads;
-  sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+  const auto seconds = known_seconds(world, a);
   const double collectives = tensor_parallel_seconds(world, a);
-  if (collectives > 0) sg4::this_actor::sleep_for(collectives);
+  // FLOPs per thread: the rank's work split over its cores.
+  const double per_thread =
+      (seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads) +
+      collectives * host->get_speed();
+  sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   return collectives;
 }
 

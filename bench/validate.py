@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Validation against published GPU results: simulates every scenario in validation/ with the
+shipped device descriptions and prints predicted against published iteration time and
+teraFLOP/s per GPU (each computed with its source's own FLOP formula), the error of each row and
+the mean and max |error|. Prints a Markdown table (README, "Validation against published runs").
+
+Each scenario's header has one line
+  # validate: source=...; iteration_s=<published seconds>; flops=<formula>[; ...]
+with flops one of
+  narayanan-eq3      96·B·s·l·h²·(1 + s/6h + V/16lh)  (Narayanan et al. 2021, eq. 3; counts the
+                     forward that full recomputation repeats)
+  korthikanti-model  72·B·l·s·h²·(1 + s/6h + V/12hl)  (Korthikanti et al. 2022, Appendix A,
+                     model FLOPs: MFU's numerator)
+
+Usage: python3 bench/validate.py [path/to/dtwin]
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
+
+
+def header(path):
+    """The `# validate:` fields and the model/layout figures the FLOP formulas need."""
+    fields, dims = {}, {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# validate:"):
+                for part in line[len("# validate:"):].split(";"):
+                    key, _, value = part.strip().partition("=")
+                    fields[key] = value
+            for key in ("d_model", "n_layers", "vocab_size", "seq_len", "dp", "microbatches",
+                        "micro_batch_size", "nodes", "devices_per_node"):
+                stripped = line.strip()
+                if stripped.startswith(key + ":"):
+                    dims[key] = int(stripped.split(":")[1].split("#")[0])
+    return fields, dims
+
+
+def step_flops(formula, d):
+    """FLOPs of one iteration by the source's formula."""
+    B = d["dp"] * d["microbatches"] * d["micro_batch_size"]
+    s, l, h, V = d["seq_len"], d["n_layers"], d["d_model"], d["vocab_size"]
+    if formula == "narayanan-eq3":
+        return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+    if formula == "korthikanti-model":
+        return 72 * B * l * s * h * h * (1 + s / (6 * h) + V / (12 * h * l))
+    sys.exit(f"unknown FLOP formula '{formula}'")
+
+
+def simulate(path):
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        subprocess.run([DTWIN, "simulate", path, "-o", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        with open(os.path.join(out, "predicted.summary.json")) as f:
+            return json.load(f)["step_time_s"], wall
+
+
+rows, errors = [], []
+for path in sorted(glob.glob("validation/*.yaml")):
+    fields, dims = header(path)
+    published = float(fields["iteration_s"])
+    predicted, wall = simulate(path)
+    gpus = dims["nodes"] * dims["devices_per_node"]
+    flops = step_flops(fields["flops"], dims)
+    error = predicted / published - 1
+    errors.append(abs(error))
+    rows.append(f"| {fields['source']} | {gpus} | {published:.2f} | {predicted:.2f} | "
+                f"{flops / published / gpus / 1e12:.0f} | {flops / predicted / gpus / 1e12:.0f} | "
+                f"{error:+.1%} | {wall:.1f} |")
+    print(rows[-1], file=sys.stderr, flush=True)
+
+print("| published result | GPUs | published s | predicted s | published TFLOP/s/GPU | "
+      "predicted TFLOP/s/GPU | error | sim wall s |")
+print("|---|---|---|---|---|---|---|---|")
+print("\n".join(rows))
+print(f"\nmean |error| {sum(errors) / len(errors):.1%}, max |error| {max(errors):.1%} "
+      f"over {len(errors)} rows")
