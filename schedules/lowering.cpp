@@ -10,10 +10,6 @@
 namespace dtwin::sched {
 namespace {
 
-bool is_backward(ActionKind kind) {
-  return kind == ActionKind::B || kind == ActionKind::I || kind == ActionKind::W;
-}
-
 // Index of the last backward of `stage` in `actions`, or -1.
 int last_backward(const ActionList& actions, int stage) {
   for (int i = static_cast<int>(actions.size()) - 1; i >= 0; --i)
