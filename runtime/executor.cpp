@@ -64,7 +64,14 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
                 {ActionKind::RECV_F, &Executor::receive},
                 {ActionKind::RECV_B, &Executor::receive},
                 {ActionKind::ALLREDUCE, &Executor::dp_sync},
-                {ActionKind::OPTIM, &Executor::optimizer_step}} {}
+                {ActionKind::OPTIM, &Executor::optimizer_step}} {
+  // Refused before the first step, so that no rank waits in a collective for a failed peer.
+  for (const Action& a : schedule_.ranks.at(rank_))
+    if (sched::is_sharding(a.kind))
+      throw std::logic_error("rank " + std::to_string(rank_) + ": " + sched::to_string(a) +
+                             ": the runtime does not shard parameters or gradients yet "
+                             "(layout.zero > 0)");
+}
 
 Executor::StepResult Executor::run_step(int64_t step) {
   step_ = step;

@@ -33,6 +33,8 @@ class Executor {
   };
 
   /// `stages` are this rank's modules (build_rank_model); all references must outlive it.
+  /// Throws std::logic_error naming the rank and the action if the rank's list holds an UNSHARD,
+  /// RESHARD or REDUCE_GRAD: the runtime does not shard parameters or gradients yet.
   Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
            std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
            const RunClock& clock);

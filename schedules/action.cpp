@@ -8,8 +8,11 @@ namespace dtwin::sched {
 namespace {
 
 // Longest names first so that parsing never takes a prefix ("SEND_F" before "F").
-constexpr std::array<std::pair<std::string_view, ActionKind>, 10> kNames{{
+constexpr std::array<std::pair<std::string_view, ActionKind>, 13> kNames{{
+    {"REDUCE_GRAD", ActionKind::REDUCE_GRAD},
     {"ALLREDUCE", ActionKind::ALLREDUCE},
+    {"UNSHARD", ActionKind::UNSHARD},
+    {"RESHARD", ActionKind::RESHARD},
     {"SEND_F", ActionKind::SEND_F},
     {"RECV_F", ActionKind::RECV_F},
     {"SEND_B", ActionKind::SEND_B},
@@ -43,6 +46,10 @@ bool is_compute(ActionKind kind) {
          kind == ActionKind::W;
 }
 
+bool is_backward(ActionKind kind) {
+  return kind == ActionKind::B || kind == ActionKind::I || kind == ActionKind::W;
+}
+
 bool is_send(ActionKind kind) {
   return kind == ActionKind::SEND_F || kind == ActionKind::SEND_B;
 }
@@ -55,8 +62,18 @@ bool is_p2p(ActionKind kind) {
   return is_send(kind) || is_receive(kind);
 }
 
+bool is_collective(ActionKind kind) {
+  return kind == ActionKind::ALLREDUCE || kind == ActionKind::UNSHARD ||
+         kind == ActionKind::REDUCE_GRAD;
+}
+
+bool is_sharding(ActionKind kind) {
+  return kind == ActionKind::UNSHARD || kind == ActionKind::RESHARD ||
+         kind == ActionKind::REDUCE_GRAD;
+}
+
 bool has_microbatch(ActionKind kind) {
-  return kind != ActionKind::ALLREDUCE && kind != ActionKind::OPTIM;
+  return !is_collective(kind) && kind != ActionKind::RESHARD && kind != ActionKind::OPTIM;
 }
 
 std::string to_string(const Action& action) {

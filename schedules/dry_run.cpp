@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "schedules/transfer.hpp"
 
@@ -44,6 +46,12 @@ class Finished {
   }
   const Layout& layout_;
   std::vector<double> end_;
+};
+
+// Arrivals at one collective of one stage.
+struct Gate {
+  int arrivals = 0;
+  double last_arrival = 0;
 };
 
 // Time at which the input gradient of stage `stage` microbatch `mb` exists (B or I ran).
@@ -103,9 +111,10 @@ DryRun dry_run(const Schedule& schedule) {
   run.start.resize(world);
   std::vector<double> free_at(world, 0);
   Finished done(layout);
-  // ALLREDUCE(s) is a collective: arrivals per stage, released once all dp replicas arrived.
-  std::vector<int> arrivals(layout.num_stages(), 0);
-  std::vector<double> last_arrival(layout.num_stages(), 0);
+  // Collectives of stage s: the n-th one of a kind on each replica meet at one gate, released
+  // once all dp replicas arrived.
+  std::map<std::tuple<int, ActionKind, int>, Gate> gates;
+  std::vector<std::map<std::pair<int, ActionKind>, int>> passed(world);  // per rank, per collective
   std::vector<char> arrived(world, 0);
 
   bool progress = true;
@@ -117,19 +126,23 @@ DryRun dry_run(const Schedule& schedule) {
       while (run.executed[rank] < static_cast<int>(actions.size())) {
         const Action& a = actions[run.executed[rank]];
         std::optional<double> ready;
-        if (a.kind == ActionKind::ALLREDUCE && a.stage >= 0 && a.stage < layout.num_stages()) {
+        const bool collective =
+            is_collective(a.kind) && a.stage >= 0 && a.stage < layout.num_stages();
+        if (collective) {
+          Gate& gate = gates[{a.stage, a.kind, passed[rank][{a.stage, a.kind}]}];
           if (!arrived[rank]) {
             arrived[rank] = 1;
-            ++arrivals[a.stage];
-            last_arrival[a.stage] = std::max(last_arrival[a.stage], free_at[rank]);
+            ++gate.arrivals;
+            gate.last_arrival = std::max(gate.last_arrival, free_at[rank]);
             progress = true;
           }
-          if (arrivals[a.stage] >= layout.dp) ready = last_arrival[a.stage];
+          if (gate.arrivals >= layout.dp) ready = gate.last_arrival;
         } else {
           ready = inputs_ready(layout, done, replica, a);
         }
         if (!ready) break;
         arrived[rank] = 0;
+        if (collective) ++passed[rank][{a.stage, a.kind}];
         const double start = std::max(free_at[rank], *ready);
         const double end = start + unit_cost(a.kind);
         run.start[rank].push_back(start);

@@ -64,7 +64,8 @@ std::string to_json(const Schedule& schedule, const DryRun* dry) {
                    {"pp", l.pp},
                    {"virtual_stages", l.virtual_stages},
                    {"microbatches", l.microbatches},
-                   {"dp_sync", kDpSyncNames.name(l.dp_sync)}};
+                   {"dp_sync", kDpSyncNames.name(l.dp_sync)},
+                   {"zero", l.zero}};
   nlohmann::json ranks = nlohmann::json::array();
   for (const ActionList& actions : schedule.ranks) {
     nlohmann::json row = nlohmann::json::array();

@@ -17,10 +17,10 @@ std::string to_text(const Schedule& schedule);
 Schedule parse_text(const std::string& text, const std::string& name, const Layout& layout);
 
 /// Header "rank,step,action,stage,kind,microbatch", then one row per action; microbatch is empty
-/// for ALLREDUCE and OPTIM.
+/// for the stage-level kinds (ALLREDUCE, UNSHARD, RESHARD, REDUCE_GRAD, OPTIM).
 std::string to_csv(const Schedule& schedule);
 
-/// {"name", "layout": {dp, pp, virtual_stages, microbatches, dp_sync}, "ranks": [[actions]]},
+/// {"name", "layout": {dp, pp, virtual_stages, microbatches, dp_sync, zero}, "ranks": [[actions]]},
 /// plus "dry_run": {step_units, bubble_fraction, deadlocked} when `dry` is given.
 std::string to_json(const Schedule& schedule, const DryRun* dry = nullptr);
 

@@ -1,25 +1,14 @@
 #include "schedules/lowering.hpp"
 
+#include "schedules/sharding.hpp"
 #include "schedules/transfer.hpp"
 
-#include <algorithm>
 #include <optional>
 #include <set>
 #include <tuple>
 
 namespace dtwin::sched {
 namespace {
-
-bool is_backward(ActionKind kind) {
-  return kind == ActionKind::B || kind == ActionKind::I || kind == ActionKind::W;
-}
-
-// Index of the last backward of `stage` in `actions`, or -1.
-int last_backward(const ActionList& actions, int stage) {
-  for (int i = static_cast<int>(actions.size()) - 1; i >= 0; --i)
-    if (actions[i].stage == stage && is_backward(actions[i].kind)) return i;
-  return -1;
-}
 
 std::set<int> stages_on(const ActionList& actions) {
   std::set<int> stages;
@@ -69,32 +58,10 @@ Schedule add_communication(const Schedule& schedule) {
 }
 
 Schedule add_sync_and_optimizer(const Schedule& schedule) {
-  const Layout& layout = schedule.layout;
-  const bool sync = layout.dp > 1;
-  const bool after_optim = layout.dp_sync == DpSync::WeightAverage;
   Schedule lowered = schedule;
-  for (ActionList& actions : lowered.ranks) {
-    const std::set<int> stages = stages_on(actions);
-    if (sync && !after_optim) {
-      // Insert from the back so earlier indices stay valid.
-      std::vector<std::pair<int, int>> places;  // (index after which to insert, stage)
-      for (int stage : stages) {
-        int at = last_backward(actions, stage);
-        if (at + 1 < static_cast<int>(actions.size()) &&
-            actions[at + 1].kind == ActionKind::SEND_B && actions[at + 1].stage == stage)
-          ++at;
-        places.push_back({at, stage});
-      }
-      std::sort(places.rbegin(), places.rend());
-      for (auto [at, stage] : places)
-        actions.insert(actions.begin() + at + 1, Action{stage, ActionKind::ALLREDUCE});
-    }
-    for (int stage : stages) {
-      actions.push_back({stage, ActionKind::OPTIM});
-      if (sync && after_optim) actions.push_back({stage, ActionKind::ALLREDUCE});
-    }
-  }
-  return lowered;
+  for (ActionList& actions : lowered.ranks)
+    for (int stage : stages_on(actions)) actions.push_back({stage, ActionKind::OPTIM});
+  return add_data_parallel_sync(lowered);
 }
 
 Schedule lower(const Schedule& schedule) {

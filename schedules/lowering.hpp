@@ -14,10 +14,10 @@ namespace dtwin::sched {
 /// deadlock-free schedule cannot produce a hang. Stages on the same rank exchange nothing.
 Schedule add_communication(const Schedule& schedule);
 
-/// Adds the data-parallel sync and the optimizer step: one ALLREDUCE per stage when dp > 1,
-/// placed right after the stage's last backward (and the send that follows it) for `allreduce`
-/// and `gather-scatter`, or right after the stage's OPTIM for `weight-average`; one OPTIM per
-/// stage at the end of its rank's list, in stage order.
+/// Adds the optimizer step and the data-parallel sync: one OPTIM per stage at the end of its
+/// rank's list, in stage order, then add_data_parallel_sync (schedules/sharding.hpp): with
+/// dp > 1, one ALLREDUCE per stage for layout.zero 0, REDUCE_GRAD, UNSHARD and RESHARD for
+/// ZeRO-1/2/3. Throws std::invalid_argument as add_data_parallel_sync.
 Schedule add_sync_and_optimizer(const Schedule& schedule);
 
 /// add_sync_and_optimizer(add_communication(schedule)).

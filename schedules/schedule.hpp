@@ -55,6 +55,10 @@ struct Layout {
   int virtual_stages = 1;
   int microbatches = 1;
   DpSync dp_sync = DpSync::AllReduce;
+  /// ZeRO stage 0..3 over the data-parallel group: 0 all-reduces the gradients, 1 and 2 shard
+  /// the optimizer state (and gradients), 3 also the parameters (FSDP full sharding). Needs
+  /// dp_sync all-reduce when above 0.
+  int zero = 0;
 
   int num_stages() const { return pp * virtual_stages; }
   int world_size() const { return dp * pp; }

@@ -223,33 +223,110 @@ class Validator {
     return last;
   }
 
+  std::string stage_on(int stage, int r) const {
+    return "stage " + std::to_string(stage) + " on " + rank_str(r);
+  }
+  std::string zero_str() const { return "layout.zero " + std::to_string(layout_.zero); }
+
+  // Fails unless `stage` on rank r has `expected` actions of the stage-level `kind`; `why`, if
+  // given, says why in parentheses.
+  void check_stage_count(int r, int stage, ActionKind kind, int expected,
+                         const std::string& why = "") const {
+    const int n = count(r, kind, stage, kNoMicrobatch);
+    if (n == expected) return;
+    fail(stage_on(stage, r) + " has " + std::to_string(n) + " " + std::string(kind_name(kind)) +
+             ", expected " + std::to_string(expected) + (why.empty() ? "" : " (" + why + ")"),
+         marks_of(r, kind, stage, kNoMicrobatch));
+  }
+
   void check_sync() const {
     const bool sync = layout_.dp > 1;
     const bool after_optim = layout_.dp_sync == DpSync::WeightAverage;
+    if (layout_.zero < 0 || layout_.zero > 3) fail(zero_str() + ": expected 0, 1, 2 or 3");
+    if (layout_.zero > 0 && layout_.dp_sync != DpSync::AllReduce)
+      fail(zero_str() + " needs layout.dp_sync allreduce, got " +
+           std::string(kDpSyncNames.name(layout_.dp_sync)));
+    const bool allreduce = sync && layout_.zero == 0;
     for_each_rank_stage([&](int r, int stage) {
-      const std::string what = "stage " + std::to_string(stage) + " on " + rank_str(r);
-      const auto& optim = where(r, ActionKind::OPTIM, stage, kNoMicrobatch);
-      if (optim.size() != 1)
-        fail(what + " has " + std::to_string(optim.size()) + " OPTIM, expected 1",
-             marks_of(r, ActionKind::OPTIM, stage, kNoMicrobatch));
+      const std::string what = stage_on(stage, r);
+      check_stage_count(r, stage, ActionKind::OPTIM, 1);
+      const int optim = where(r, ActionKind::OPTIM, stage, kNoMicrobatch).front();
       const int last = last_compute(r, stage, false);
-      if (optim.front() < last)
-        fail(what + ": OPTIM runs before the stage's compute ends",
-             {{r, optim.front()}, {r, last}});
-      const auto& sync_at = where(r, ActionKind::ALLREDUCE, stage, kNoMicrobatch);
-      if (static_cast<int>(sync_at.size()) != (sync ? 1 : 0))
-        fail(what + " has " + std::to_string(sync_at.size()) + " ALLREDUCE, expected " +
-                 (sync ? "1 (dp > 1)" : "0 (dp = 1)"),
-             marks_of(r, ActionKind::ALLREDUCE, stage, kNoMicrobatch));
-      if (!sync) return;
-      const int at = sync_at.front();
-      if (after_optim && at < optim.front())
-        fail(what + ": weight-average ALLREDUCE must follow OPTIM", {{r, at}, {r, optim.front()}});
+      if (optim < last)
+        fail(what + ": OPTIM runs before the stage's compute ends", {{r, optim}, {r, last}});
+      check_stage_count(r, stage, ActionKind::ALLREDUCE, allreduce ? 1 : 0,
+                        !sync       ? "dp = 1"
+                        : allreduce ? "dp > 1"
+                                    : zero_str() + " reduces gradients with REDUCE_GRAD");
+      check_sharding(r, stage, optim);
+      if (!allreduce) return;
+      const int at = where(r, ActionKind::ALLREDUCE, stage, kNoMicrobatch).front();
+      if (after_optim && at < optim)
+        fail(what + ": weight-average ALLREDUCE must follow OPTIM", {{r, at}, {r, optim}});
       const int last_backward = last_compute(r, stage, true);
-      if (!after_optim && (at < last_backward || at > optim.front()))
+      if (!after_optim && (at < last_backward || at > optim))
         fail(what + ": gradient ALLREDUCE must come after the last backward and before OPTIM",
              {{r, at}});
     });
+  }
+
+  // The ZeRO actions of `stage` on rank r, whose OPTIM is at index `optim`.
+  void check_sharding(int r, int stage, int optim) const {
+    const std::string what = stage_on(stage, r), zero = zero_str();
+    if (layout_.dp == 1 || layout_.zero == 0) {
+      const std::string why = layout_.dp == 1 ? "dp = 1" : zero;
+      for (ActionKind kind : {ActionKind::UNSHARD, ActionKind::RESHARD, ActionKind::REDUCE_GRAD})
+        check_stage_count(r, stage, kind, 0, why);
+      return;
+    }
+    check_stage_count(r, stage, ActionKind::REDUCE_GRAD, 1, "dp > 1, " + zero);
+    const int reduce = where(r, ActionKind::REDUCE_GRAD, stage, kNoMicrobatch).front();
+    if (reduce < last_compute(r, stage, true) || reduce > optim)
+      fail(what + ": REDUCE_GRAD must come after the last backward and before OPTIM",
+           {{r, reduce}});
+    if (layout_.zero == 3) {
+      check_gathered(r, stage);
+      return;
+    }
+    check_stage_count(r, stage, ActionKind::RESHARD, 0, zero + " shards no parameters");
+    check_stage_count(r, stage, ActionKind::UNSHARD, 1,
+                      zero + " gathers the updated parameters after OPTIM");
+    const int unshard = where(r, ActionKind::UNSHARD, stage, kNoMicrobatch).front();
+    if (unshard < optim)
+      fail(what + ": UNSHARD must follow OPTIM with " + zero +
+               " (it gathers the updated parameters)",
+           {{r, unshard}, {r, optim}});
+  }
+
+  // With zero 3: UNSHARD and RESHARD of `stage` on rank r alternate, starting with UNSHARD;
+  // every compute action of the stage runs in between; the step ends resharded.
+  void check_gathered(int r, int stage) const {
+    const std::string parameters = "stage " + std::to_string(stage) + "'s parameters";
+    bool gathered = false;
+    int last = -1;
+    for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
+      const ActionKind kind = s_.ranks[r][i].kind;
+      if (s_.ranks[r][i].stage != stage) continue;
+      if (kind == ActionKind::UNSHARD || kind == ActionKind::RESHARD) {
+        if (gathered == (kind == ActionKind::UNSHARD))
+          fail(name(r, i) + " on " + rank_str(r) + ": " + parameters + " are " +
+                   (gathered ? "already" : "not") +
+                   " gathered; UNSHARD and RESHARD alternate, starting with UNSHARD",
+               {{r, i}});
+        gathered = !gathered;
+        last = i;
+      } else if (is_compute(kind) && !gathered) {
+        fail(name(r, i) + " on " + rank_str(r) + " runs while " + parameters +
+                 " are sharded: with layout.zero 3 every F, B, I and W runs between an UNSHARD "
+                 "and a RESHARD",
+             {{r, i}});
+      }
+    }
+    if (gathered)
+      fail(stage_on(stage, r) +
+               " ends the step with its parameters gathered: with layout.zero 3 "
+               "every UNSHARD has its RESHARD",
+           {{r, last}});
   }
 
   void check_deadlock() const {

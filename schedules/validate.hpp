@@ -32,9 +32,14 @@ class ScheduleError : public std::runtime_error {
 /// - counts: each stage runs m forwards (one per microbatch), B + I = m, I = W;
 /// - order on a rank: F before B or I of the same (stage, microbatch), I before W;
 /// - Lowered: every SEND is matched by exactly one RECV on the peer and vice versa, each after
-///   its producer and before its consumer; one OPTIM per stage after its compute; with dp > 1
-///   one ALLREDUCE per stage (after its last backward, or after OPTIM for weight-average);
-///   ComputeOnly: no communication, sync or optimizer actions at all;
+///   its producer and before its consumer; one OPTIM per stage after its compute; layout.zero is
+///   0..3, and above 0 only with dp_sync allreduce; with dp > 1 and zero 0 one ALLREDUCE per
+///   stage (after its last backward, or after OPTIM for weight-average) and no UNSHARD, RESHARD
+///   or REDUCE_GRAD; with dp > 1 and zero > 0 no ALLREDUCE and one REDUCE_GRAD per stage, after
+///   its last backward and before its OPTIM, plus for zero 1 and 2 one UNSHARD after OPTIM and no
+///   RESHARD, for zero 3 UNSHARD and RESHARD alternating from UNSHARD, every F, B, I and W of the
+///   stage between an UNSHARD and its RESHARD, and the step ending resharded; with dp = 1 no
+///   data-parallel actions; ComputeOnly: no communication, sync or optimizer actions at all;
 /// - the unit-time dry run finishes (no deadlock).
 void validate(const Schedule& schedule, Expect expect);
 

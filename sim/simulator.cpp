@@ -126,6 +126,16 @@ double dp_sync(World& world, int rank, int stage) {
   return sg4::Engine::get_clock() - world.last_arrival[stage];
 }
 
+// Throws std::logic_error at the first action this simulator cannot run yet (the sharding kinds).
+// Checked before the engine starts: SimGrid aborts the process on an exception inside an actor.
+void check_simulated(const sched::Schedule& schedule) {
+  for (const sched::ActionList& actions : schedule.ranks)
+    for (const Action& a : actions)
+      if (sched::is_sharding(a.kind))
+        throw std::logic_error("simulator: " + std::string(sched::kind_name(a.kind)) +
+                               " is not simulated yet");
+}
+
 struct PendingSend {
   sg4::CommPtr comm;
   trace::TimedAction event;
@@ -182,6 +192,7 @@ void run_rank(World& world, int rank) {
 
 SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const CostModel& cost,
                    const SimOptions& options) {
+  check_simulated(schedule);
   Scenario scenario = input;
   if (options.profile && options.profile->p2p_bandwidth > 0)
     scenario.cluster.intra_node = {options.profile->p2p_bandwidth, options.profile->p2p_latency};

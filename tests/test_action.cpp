@@ -15,6 +15,9 @@ TEST_CASE("every action kind round-trips through its text form") {
       {{1, ActionKind::SEND_B, 4}, "1SEND_B4"},
       {{1, ActionKind::RECV_B, 2}, "1RECV_B2"},
       {{0, ActionKind::ALLREDUCE}, "0ALLREDUCE"},
+      {{0, ActionKind::UNSHARD}, "0UNSHARD"},
+      {{1, ActionKind::RESHARD}, "1RESHARD"},
+      {{0, ActionKind::REDUCE_GRAD}, "0REDUCE_GRAD"},
       {{10, ActionKind::OPTIM}, "10OPTIM"},
   };
   for (const auto& [action, text] : cases) {
@@ -27,8 +30,9 @@ TEST_CASE("every action kind round-trips through its text form") {
 }
 
 TEST_CASE("malformed action texts are rejected") {
-  for (const char* text : {"", "F0", "0F", "0X1", "0F1x", "-1F0", "0ALLREDUCE1", "0OPTIM0", "01F0",
-                           "0F01", "0SEND_0", "0 F0"}) {
+  for (const char* text :
+       {"", "F0", "0F", "0X1", "0F1x", "-1F0", "0ALLREDUCE1", "0OPTIM0", "01F0", "0F01", "0SEND_0",
+        "0 F0", "0UNSHARD1", "0RESHARD0", "0REDUCE_GRAD2", "0REDUCE_GRA", "UNSHARD"}) {
     CAPTURE(text);
     CHECK_FALSE(parse_action(text).has_value());
   }

@@ -16,10 +16,11 @@ namespace {
 
 using Events = std::vector<TimedAction>;
 
-constexpr ActionKind kAllKinds[] = {ActionKind::F,      ActionKind::B,      ActionKind::I,
-                                    ActionKind::W,      ActionKind::SEND_F, ActionKind::RECV_F,
-                                    ActionKind::SEND_B, ActionKind::RECV_B, ActionKind::ALLREDUCE,
-                                    ActionKind::OPTIM};
+constexpr ActionKind kAllKinds[] = {
+    ActionKind::F,         ActionKind::B,       ActionKind::I,       ActionKind::W,
+    ActionKind::SEND_F,    ActionKind::RECV_F,  ActionKind::SEND_B,  ActionKind::RECV_B,
+    ActionKind::ALLREDUCE, ActionKind::UNSHARD, ActionKind::RESHARD, ActionKind::REDUCE_GRAD,
+    ActionKind::OPTIM};
 
 std::string times(int count) {
   if (count == 1) return "once";

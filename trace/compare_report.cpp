@@ -40,7 +40,7 @@ double kind_error_sum(const Comparison& c) {
 }
 
 bool is_communication(ActionKind kind) {
-  return is_p2p(kind) || kind == ActionKind::ALLREDUCE;
+  return is_p2p(kind) || is_collective(kind);
 }
 
 std::string kind_list(const std::vector<ActionKind>& kinds) {
