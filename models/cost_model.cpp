@@ -129,6 +129,19 @@ KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenar
   return k;
 }
 
+/// Host transfers of layout.offload (see the class comment); the GPU no longer runs the optimizer.
+void add_offload_transfers(const Scenario& scenario, double bpe, StageCost& c) {
+  const LayoutSpec& l = scenario.layout;
+  if (l.offload == Offload::None) return;
+  const LinkSpec& host = scenario.cluster.device.host_link;
+  const double shard = c.params / l.tp / (l.zero >= 1 ? l.dp : 1);
+  const auto transfer = [&host](double bytes) { return host.latency + bytes / host.bandwidth; };
+  c.host_optimizer_s = 2 * transfer(shard * bpe);  // gradients down, updated weights up
+  c.optimizer_flops = 0;
+  if (c.kernel) c.kernel->optimizer = 0;
+  if (l.offload == Offload::OptimizerParams) c.host_pass_s = transfer(c.params / l.tp * bpe);
+}
+
 }  // namespace
 
 CostModel::CostModel(const Scenario& scenario)
@@ -201,6 +214,7 @@ CostModel::CostModel(const Scenario& scenario)
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
     if (const auto& device = scenario.cluster.device.description)
       c.kernel = stage_kernel_seconds(*device, scenario, c);
+    add_offload_transfers(scenario, bpe, c);
     stages_.push_back(c);
   }
 }
@@ -228,6 +242,10 @@ double CostModel::parameter_bytes(int s) const {
 double CostModel::static_memory_bytes(int s) const {
   return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
                            bytes_per_element_);
+}
+
+double CostModel::gathered_weight_bytes(int s) const {
+  return stage(s).params / layout_.tp * bytes_per_element_ * (1 - 1.0 / layout_.dp);
 }
 
 double CostModel::total_params() const {

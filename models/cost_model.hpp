@@ -63,6 +63,8 @@ struct StageCost {
   double tp_input_backward_s = 0;    ///< tensor-parallel collectives inside I (or B), seconds
   /// Compute seconds when the scenario names a device description (cluster.device.model).
   std::optional<KernelSeconds> kernel;
+  double host_pass_s = 0;       ///< offloaded weights streamed in for each F and I (or B)
+  double host_optimizer_s = 0;  ///< offloaded optimizer: gradients out, updated weights back
 };
 
 /// The costs of every pipeline stage of a scenario (see the file comment for the formulas).
@@ -104,6 +106,12 @@ struct StageCost {
 /// selective recomputation their attention cores; the optimizer step is optimizer_seconds over
 /// params / tp, divided by dp under ZeRO (each GPU updates its shard).
 ///
+/// Offload (layout.offload, over cluster.device.host_link; ZeRO-Offload, Ren et al. 2021): the
+/// optimizer step leaves the GPU (its FLOPs and seconds become 0) and OPTIM moves the GPU's
+/// gradient shard to the host and the updated weights back, 2 · (α + shard · bytes_per_element /
+/// β); with optimizer+params (ZeRO-Infinity) each F and I (or B) also streams the stage's
+/// params / tp weights in. The host CPU's Adam step itself is not timed.
+///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the
 /// update itself); it is memory-bound in practice, so a measured Profile is better where there is
@@ -139,6 +147,11 @@ class CostModel {
   /// (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1), sharded over dp by
   /// layout.zero and moved to the host by layout.offload (model_state_bytes).
   double static_memory_bytes(int s) const;
+
+  /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
+  /// the whole params / tp at bytes_per_element(), less the 1/dp shard already counted in
+  /// static_memory_bytes.
+  double gathered_weight_bytes(int s) const;
 
   /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
   /// the sum of stage(s).params exceeds it by V·d exactly when the model is gpt2 and

@@ -132,6 +132,9 @@ void read_sharding(const Origin& origin, const Section& s, const Section& model_
   }
   if (l.zero > 0 && l.dp_sync != sched::DpSync::AllReduce)
     expected(origin, s.get("dp_sync"), "all-reduce when layout.zero > 0");
+  if (l.overlap_grad_reduce && l.dp_sync != sched::DpSync::AllReduce)
+    expected(origin, s.get("dp_sync"),
+             "all-reduce when layout.overlap_grad_reduce is true (gradient buckets are reduced)");
   if (l.overlap_param_gather && l.zero == 0)
     expected(origin, s.get("overlap_param_gather"),
              "false unless layout.zero > 0 (only sharded parameters are gathered)");

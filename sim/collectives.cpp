@@ -31,14 +31,12 @@ double route_latency(const Platform& platform, int from_rank, int to_rank) {
   return latency;
 }
 
-}  // namespace
-
-void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
-                    const Platform& platform) {
+// `steps` ring steps of bytes/N each to the next member.
+void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
+                const Platform& platform) {
   const int n = static_cast<int>(group.ranks.size());
   if (n < 2) return;
   const int next = (group.me + 1) % n;
-  const int steps = 2 * (n - 1);
   const double chunk = bytes / n;
   if (model == CollectiveModel::Message) {
     for (int step = 0; step < steps; ++step) exchange(group, next, step, chunk);
@@ -47,6 +45,17 @@ void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
   exchange(group, next, 0, steps * chunk);
   const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
   sg4::this_actor::sleep_for((steps - 1) * alpha);
+}
+
+}  // namespace
+
+void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
+                    const Platform& platform) {
+  ring_steps(group, bytes, 2 * (static_cast<int>(group.ranks.size()) - 1), model, platform);
+}
+
+void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform) {
+  ring_steps(group, bytes, static_cast<int>(group.ranks.size()) - 1, model, platform);
 }
 
 void gather_scatter(const Group& group, double bytes, const Platform&) {

@@ -31,6 +31,11 @@ struct Group {
 void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
                     const Platform& platform);
 
+/// Ring reduce-scatter or all-gather of `bytes` (the whole, unsharded size; each rank ends with or
+/// starts from bytes/N): N-1 steps of bytes/N to the next rank, (N-1)(α + bytes/(N·β)) on a
+/// uniform star (Thakur et al. 2005); Message and Flow as for ring_allreduce.
+void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform);
+
 /// Gather-scatter: every rank sends `bytes` to group.ranks[0], which averages them and sends the
 /// mean back to each: 2(N-1) messages of `bytes` through the root's links.
 void gather_scatter(const Group& group, double bytes, const Platform& platform);

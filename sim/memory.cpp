@@ -10,6 +10,10 @@ double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostMo
   std::set<int> stages;
   double held = 0, peak = 0;
   for (const sched::Action& a : schedule.ranks.at(rank)) {
+    const bool zero3 = schedule.layout.zero == 3;  // ZeRO-1/2 keep whole weights resident
+    if (zero3 && a.kind == ActionKind::UNSHARD) held += cost.gathered_weight_bytes(a.stage);
+    if (zero3 && a.kind == ActionKind::RESHARD) held -= cost.gathered_weight_bytes(a.stage);
+    peak = std::max(peak, held);
     if (!sched::is_compute(a.kind)) continue;
     stages.insert(a.stage);
     const double bytes = cost.stage(a.stage).activation_bytes;

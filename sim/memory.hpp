@@ -10,6 +10,7 @@ namespace dtwin::sim {
 /// (CostModel::static_memory_bytes) plus the most activations held at once while walking its
 /// list: F of (stage, microbatch) takes the stage's activation_bytes, B — or W when the backward
 /// is split into I and W — releases them. GPipe thus holds m microbatches, 1F1B at most pp-rank.
+/// With ZeRO-3 the weights gathered from UNSHARD to RESHARD add CostModel::gathered_weight_bytes.
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost);
 
 }  // namespace dtwin::sim

@@ -1,6 +1,7 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <simgrid/s4u/Actor.hpp>
@@ -35,7 +36,8 @@ struct World {
   const Platform& platform;
   CollectiveModel collectives;
   std::unordered_map<std::string, double> send_posted;  // mailbox -> time its SEND was posted
-  std::map<int, double> last_arrival;                   // stage -> latest ALLREDUCE arrival
+  std::map<std::string, double> last_arrival;           // collective tag -> latest arrival
+  std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
 };
 
@@ -80,24 +82,26 @@ double model_flops(const World& world, const Action& a) {
                  s.input_backward_flops, s.weight_backward_flops, s.optimizer_flops);
 }
 
-// Seconds of the tensor-parallel collectives inside a compute action.
-double tensor_parallel_seconds(const World& world, const Action& a) {
+// Seconds of the communication inside a compute action: its tensor-parallel collectives and its
+// offload transfers over the host link.
+double inner_comm_seconds(const World& world, const Action& a) {
   const StageCost& s = world.cost.stage(a.stage);
-  return of_kind(a.kind, s.tp_forward_s, s.tp_input_backward_s, s.tp_input_backward_s, 0, 0);
+  return of_kind(a.kind, s.tp_forward_s + s.host_pass_s, s.tp_input_backward_s + s.host_pass_s,
+                 s.tp_input_backward_s + s.host_pass_s, 0, s.host_optimizer_s);
 }
 
-// Runs a compute action; returns the seconds of tensor-parallel collectives it spent
-// (Megatron's f/g all-reduces block the layer that issues them, so they add to its time; one
-// execution of compute plus collectives keeps the event count of a step independent of tp).
-double compute(World& world, int rank, const Action& a) {
+// Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
+// returns the seconds of communication inside it (inner_comm_seconds: Megatron's f/g
+// all-reduces block the layer that issues them, so they add to its time; one execution of
+// compute plus collectives keeps the event count of a step independent of tp).
+double compute(World& world, int rank, const Action& a, double share = 1, double slowdown = 1) {
   const int threads = world.platform.threads_per_rank;
   sg4::Host* host = world.platform.rank_hosts[rank];
   const auto seconds = known_seconds(world, a);
-  const double collectives = tensor_parallel_seconds(world, a);
+  const double collectives = share * inner_comm_seconds(world, a);
   // FLOPs per thread: the rank's work split over its cores.
-  const double per_thread =
-      (seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads) +
-      collectives * host->get_speed();
+  const double work = seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads;
+  const double per_thread = share * slowdown * work + collectives * host->get_speed();
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   return collectives;
 }
@@ -112,28 +116,100 @@ sim::Group dp_group(const World& world, int rank, int stage) {
   return group;
 }
 
-double dp_sync(World& world, int rank, int stage) {
-  const sim::Group group = dp_group(world, rank, stage);
-  const bool weights = world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
-  const double bytes =
-      weights ? world.cost.parameter_bytes(stage) : world.cost.gradient_bytes(stage);
-  double& arrival = world.last_arrival[stage];
-  arrival = std::max(arrival, sg4::Engine::get_clock());
-  if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
+// Runs the algorithm of a data-parallel collective of `bytes`: ALLREDUCE (the scenario's
+// dp_sync), REDUCE_GRAD (ring reduce-scatter) or UNSHARD (ring all-gather).
+void run_collective(const World& world, const sim::Group& group, ActionKind kind, double bytes) {
+  if (kind != ActionKind::ALLREDUCE)
+    ring_half(group, bytes, world.collectives, world.platform);
+  else if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
     gather_scatter(group, bytes, world.platform);
   else
     ring_allreduce(group, bytes, world.collectives, world.platform);
-  return sg4::Engine::get_clock() - world.last_arrival[stage];
 }
 
-// Throws std::logic_error at the first action this simulator cannot run yet (the sharding kinds).
-// Checked before the engine starts: SimGrid aborts the process on an exception inside an actor.
-void check_simulated(const sched::Schedule& schedule) {
-  for (const sched::ActionList& actions : schedule.ranks)
-    for (const Action& a : actions)
-      if (sched::is_sharding(a.kind))
-        throw std::logic_error("simulator: " + std::string(sched::kind_name(a.kind)) +
-                               " is not simulated yet");
+// The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) with a tag unique to
+// this instance, and the bytes it moves: gradients, the 16-bit weights (the gradients' size) or,
+// for weight averaging, the fp32 weights.
+std::pair<sim::Group, double> collective_of(World& world, int rank, const Action& a) {
+  sim::Group group = dp_group(world, rank, a.stage);
+  if (a.kind == ActionKind::UNSHARD)
+    group.tag =
+        "ag:" + std::to_string(a.stage) + ":" + std::to_string(world.unshards[{rank, a.stage}]++);
+  else if (a.kind == ActionKind::REDUCE_GRAD)
+    group.tag = "rs:" + std::to_string(a.stage);
+  const bool weights = a.kind == ActionKind::ALLREDUCE &&
+                       world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
+  return {group,
+          weights ? world.cost.parameter_bytes(a.stage) : world.cost.gradient_bytes(a.stage)};
+}
+
+// Runs a data-parallel collective of the stage and returns its exposed seconds: from the last
+// member's arrival to the end.
+double dp_collective(World& world, int rank, const Action& a) {
+  const auto [group, bytes] = collective_of(world, rank, a);
+  double& arrival = world.last_arrival[group.tag];
+  arrival = std::max(arrival, sg4::Engine::get_clock());
+  run_collective(world, group, a.kind, bytes);
+  return sg4::Engine::get_clock() - world.last_arrival[group.tag];
+}
+
+// Starts a collective in an actor of its own on the rank's host, so that compute goes on.
+sg4::ActorPtr start_collective(const World& world, int rank, const sim::Group& group,
+                               ActionKind kind, double bytes) {
+  return sg4::Actor::create(
+      group.tag + ":" + std::to_string(rank), world.platform.rank_hosts[rank],
+      [&world, group, kind, bytes] { run_collective(world, group, kind, bytes); });
+}
+
+// Waits for `actors`; returns the seconds waited.
+double join_all(std::vector<sg4::ActorPtr>& actors) {
+  const double start = sg4::Engine::get_clock();
+  for (const sg4::ActorPtr& actor : actors) actor->join();
+  actors.clear();
+  return sg4::Engine::get_clock() - start;
+}
+
+// Communication a rank has started and not yet waited for.
+struct InFlight {
+  std::map<int, std::vector<sg4::ActorPtr>> buckets;  // stage -> gradient buckets
+  std::map<int, std::vector<sg4::ActorPtr>> gathers;  // stage -> prefetched parameter gathers
+};
+
+// Gradient buckets of stage `stage` per GPU: its params / tp split into buckets of
+// layout.bucket_size bytes, by default Megatron-LM's max(4e7, 1e6·dp) parameters.
+int bucket_count(const World& world, int stage) {
+  const LayoutSpec& l = world.scenario.layout;
+  const double per_gpu = world.cost.stage(stage).params / l.tp;
+  const double bucket_params = l.bucket_size > 0 ? l.bucket_size / world.cost.bytes_per_element()
+                                                 : std::max(4e7, 1e6 * l.dp);
+  return std::max(1, static_cast<int>(std::ceil(per_gpu / bucket_params)));
+}
+
+// The slowdown of compute that overlapped communication inflicts (device description; 1 without
+// one).
+double overlap_slowdown(const World& world) {
+  const auto& device = world.scenario.cluster.device.description;
+  return device ? device->overlap_slowdown : 1;
+}
+
+// The last backward of a stage that produces its weight gradients (B or W), split into its
+// gradient buckets: after each share of the computation, that bucket's reduction starts
+// (Megatron-LM's overlap_grad_reduce; with pipelining only the last microbatch overlaps). The
+// shares after the first run while buckets are in flight, stretched by overlap_slowdown.
+double compute_with_buckets(World& world, int rank, const Action& a, InFlight& flight) {
+  const int n = bucket_count(world, a.stage);
+  Action reduction{
+      a.stage, world.schedule.layout.zero > 0 ? ActionKind::REDUCE_GRAD : ActionKind::ALLREDUCE};
+  auto [group, bytes] = collective_of(world, rank, reduction);
+  double collectives = 0;
+  for (int k = 0; k < n; ++k) {
+    collectives += compute(world, rank, a, 1.0 / n, k == 0 ? 1 : overlap_slowdown(world));
+    sim::Group bucket = group;
+    bucket.tag += ":bucket" + std::to_string(k);
+    flight.buckets[a.stage].push_back(
+        start_collective(world, rank, bucket, reduction.kind, bytes / n));
+  }
+  return collectives;
 }
 
 struct PendingSend {
@@ -141,11 +217,26 @@ struct PendingSend {
   trace::TimedAction event;
 };
 
+// Index in the rank's list of each stage's last B or W: where its weight gradients are complete.
+std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
+  std::map<int, size_t> last;
+  for (size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].kind == ActionKind::B || actions[i].kind == ActionKind::W)
+      last[actions[i].stage] = i;
+  return last;
+}
+
 void run_rank(World& world, int rank) {
   const sched::Layout& layout = world.schedule.layout;
+  const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
+  const sched::ActionList& actions = world.schedule.ranks[rank];
+  const std::map<int, size_t> last_gradient = last_gradient_actions(actions);
+  const bool buckets = spec.overlap_grad_reduce && layout.dp > 1;
+  InFlight flight;
   std::vector<PendingSend> sends;
-  for (const Action& a : world.schedule.ranks[rank]) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action& a = actions[i];
     trace::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
     switch (a.kind) {
       case ActionKind::SEND_F:
@@ -164,12 +255,37 @@ void run_rank(World& world, int rank) {
         break;
       }
       case ActionKind::ALLREDUCE:
-        event.exposed_comm = dp_sync(world, rank, a.stage);
+      case ActionKind::REDUCE_GRAD:
+        event.exposed_comm =
+            buckets ? join_all(flight.buckets[a.stage]) : dp_collective(world, rank, a);
         event.end = sg4::Engine::get_clock();
         break;
-      default:
-        event.exposed_comm = compute(world, rank, a);
+      case ActionKind::UNSHARD:
+        if (spec.overlap_param_gather) {
+          // Prefetched: ZeRO-3's gather runs under the stage's next computation, ZeRO-1/2's
+          // under the next step's forward (Megatron-LM's overlap_param_gather).
+          const auto [group, gather_bytes] = collective_of(world, rank, a);
+          sg4::ActorPtr gather = start_collective(world, rank, group, a.kind, gather_bytes);
+          if (layout.zero == 3) flight.gathers[a.stage].push_back(gather);
+          event.end = event.start;
+        } else {
+          event.exposed_comm = dp_collective(world, rank, a);
+          event.end = sg4::Engine::get_clock();
+        }
+        break;
+      case ActionKind::RESHARD:  // frees the gathered weights: memory, no time
+        event.end = event.start;
+        break;
+      default: {
+        const bool prefetched = !flight.gathers[a.stage].empty();
+        const double slowdown = prefetched ? overlap_slowdown(world) : 1;
+        const bool last = buckets && sched::is_compute(a.kind) && last_gradient.count(a.stage) &&
+                          last_gradient.at(a.stage) == i;
+        event.exposed_comm = last ? compute_with_buckets(world, rank, a, flight)
+                                  : compute(world, rank, a, 1, slowdown);
+        if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
+      }
     }
     world.events[rank].push_back(event);
   }
@@ -192,7 +308,6 @@ void run_rank(World& world, int rank) {
 
 SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const CostModel& cost,
                    const SimOptions& options) {
-  check_simulated(schedule);
   Scenario scenario = input;
   if (options.profile && options.profile->p2p_bandwidth > 0)
     scenario.cluster.intra_node = {options.profile->p2p_bandwidth, options.profile->p2p_latency};
@@ -209,6 +324,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       platform,
       options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
                                                                    : CollectiveModel::Flow),
+      {},
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size())};

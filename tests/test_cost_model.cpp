@@ -12,6 +12,7 @@
 using dtwin::CostModel;
 using dtwin::load_scenario;
 using dtwin::Scenario;
+using dtwin::StageCost;
 
 namespace {
 
@@ -255,4 +256,27 @@ TEST_CASE("a scenario the loader would reject is refused", "[cost]") {
   s = quickstart();
   s.layout.stage_layers = {1, 2};
   CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
+}
+
+TEST_CASE("recomputation adds the forward it repeats to I; tp divides the per-GPU work", "[cost]") {
+  // LLaMA-2 7B, pp 4: stage 1 has 8 layers and neither embedding nor head.
+  const auto stage = [](std::vector<std::string> sets) {
+    sets.push_back("layout.pp=4");
+    sets.push_back("layout.tp=2");
+    sets.push_back("cluster.devices_per_node=8");
+    return CostModel(llama_7b(sets)).stage(1);
+  };
+  const StageCost none = stage({}), full = stage({"layout.recompute=full"}),
+                  selective = stage({"layout.recompute=selective"});
+  const double T = 4096, s = 4096, d = 4096, t = 2, L = 8;
+  CHECK(full.input_backward_flops - none.input_backward_flops ==
+        Approx(none.forward_flops).epsilon(0.005));
+  CHECK(selective.input_backward_flops - none.input_backward_flops ==
+        Approx(L * 4 * T * s * d / t).epsilon(0.005));
+  // Full recomputation repeats the forward's 2 tensor-parallel all-reduces per layer.
+  CHECK(full.tp_input_backward_s == Approx(2 * none.tp_input_backward_s).epsilon(0.005));
+  CHECK(none.tp_forward_s == Approx(none.tp_input_backward_s).epsilon(0.005));
+  // Per GPU: half of the tp = 1 matrix products.
+  const StageCost single = CostModel(llama_7b({"layout.pp=4"})).stage(1);
+  CHECK(none.forward_flops == Approx(single.forward_flops / 2).epsilon(0.005));
 }

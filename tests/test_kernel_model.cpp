@@ -225,10 +225,10 @@ TEST_CASE("a layer's GEMM FLOPs match CostModel's closed form", "[kernel]") {
 
       // Stage 0 holds one layer and the embedding (no FLOPs in CostModel).
       const dtwin::StageCost cost = dtwin::CostModel(sc).stage(0);
-      CHECK(forward_gemm + flops(F, OpKind::Attention) == Approx(cost.forward_flops / tp));
+      CHECK(forward_gemm + flops(F, OpKind::Attention) == Approx(cost.forward_flops));
       CHECK(flops(I, OpKind::Gemm) + flops(I, OpKind::Attention) ==
-            Approx(cost.input_backward_flops / tp));
-      CHECK(flops(W, OpKind::Gemm) == Approx(cost.weight_backward_flops / tp));
+            Approx(cost.input_backward_flops));
+      CHECK(flops(W, OpKind::Gemm) == Approx(cost.weight_backward_flops));
 
       const std::vector<Op> head =
           dtwin::head_ops(sc.model, sc.layout, Precision::Bf16, Pass::Forward);

@@ -1,6 +1,9 @@
 #include "trace/timeline.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,7 +14,7 @@
 namespace dtwin::trace {
 namespace {
 
-constexpr const char* kTensorParallelCategory = "tensor_parallel";
+constexpr const char* kInnerCommCategory = "inner_comm";
 
 }  // namespace
 
@@ -59,44 +62,51 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 }
 
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size) {
-  nlohmann::json trace = nlohmann::json::array();
+  // Written with fmt rather than built as a JSON document: a step of thousands of ranks has
+  // millions of events, and the document's copies dominated the simulator's wall time. Every
+  // string written is an action's text, a kind name or "rank N": nothing needs escaping.
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\"traceEvents\":[");
+  bool first = true;
+  const auto separator = [&] {
+    if (!first) fmt::format_to(it, ",\n");
+    first = false;
+  };
   for (int rank = 0; rank < world_size; ++rank) {
-    trace.push_back({{"ph", "M"},
-                     {"name", "process_name"},
-                     {"pid", rank},
-                     {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    separator();
+    fmt::format_to(it,
+                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},"
+                   "\"args\":{{\"name\":\"rank {0}\"}}}}",
+                   rank);
     for (int tid : {0, 1})
-      trace.push_back({{"ph", "M"},
-                       {"name", "thread_name"},
-                       {"pid", rank},
-                       {"tid", tid},
-                       {"args", {{"name", tid == 0 ? "compute" : "communication"}}}});
+      fmt::format_to(it,
+                     ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},"
+                     "\"args\":{{\"name\":\"{}\"}}}}",
+                     rank, tid, tid == 0 ? "compute" : "communication");
   }
   for (const TimedAction& e : events) {
     const bool compute = is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM;
-    nlohmann::json args = {{"stage", e.action.stage},
-                           {"kind", std::string(kind_name(e.action.kind))},
-                           {"step", e.step},
-                           {"exposed_comm_us", e.exposed_comm * 1e6}};
-    args["microbatch"] = has_microbatch(e.action.kind) ? nlohmann::json(e.action.microbatch)
-                                                       : nlohmann::json(nullptr);
-    trace.push_back({{"name", to_string(e.action)},
-                     {"ph", "X"},
-                     {"pid", e.rank},
-                     {"tid", compute ? 0 : 1},
-                     {"ts", e.start * 1e6},
-                     {"dur", (e.end - e.start) * 1e6},
-                     {"args", args}});
+    const std::string name = to_string(e.action);
+    const std::string microbatch =
+        has_microbatch(e.action.kind) ? std::to_string(e.action.microbatch) : "null";
+    separator();
+    fmt::format_to(it,
+                   "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},"
+                   "\"dur\":{},\"args\":{{\"stage\":{},\"kind\":\"{}\",\"step\":{},"
+                   "\"exposed_comm_us\":{},\"microbatch\":{}}}}}",
+                   name, e.rank, compute ? 0 : 1, e.start * 1e6, (e.end - e.start) * 1e6,
+                   e.action.stage, kind_name(e.action.kind), e.step, e.exposed_comm * 1e6,
+                   microbatch);
     if (compute && e.exposed_comm > 0)
-      trace.push_back({{"name", "TP " + to_string(e.action)},
-                       {"cat", kTensorParallelCategory},
-                       {"ph", "X"},
-                       {"pid", e.rank},
-                       {"tid", 1},
-                       {"ts", (e.end - e.exposed_comm) * 1e6},
-                       {"dur", e.exposed_comm * 1e6}});
+      fmt::format_to(it,
+                     ",\n{{\"name\":\"comm {}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},"
+                     "\"tid\":1,\"ts\":{},\"dur\":{}}}",
+                     name, kInnerCommCategory, e.rank, (e.end - e.exposed_comm) * 1e6,
+                     e.exposed_comm * 1e6);
   }
-  return nlohmann::json{{"traceEvents", trace}, {"displayTimeUnit", "ms"}}.dump() + "\n";
+  fmt::format_to(it, "],\"displayTimeUnit\":\"ms\"}}\n");
+  return fmt::to_string(out);
 }
 
 std::vector<TimedAction> from_chrome_trace(const std::string& text) {
@@ -107,7 +117,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   size_t index = 0;
   for (const auto& e : doc["traceEvents"]) {
     ++index;
-    if (e.value("ph", "") != "X" || e.value("cat", "") == kTensorParallelCategory) continue;
+    if (e.value("ph", "") != "X" || e.value("cat", "") == kInnerCommCategory) continue;
     try {
       auto action = sched::parse_action(e.at("name").get<std::string>());
       if (!action) throw UserError("name is not an action");

@@ -21,7 +21,8 @@ struct TimedAction {
   double end = 0;
   /// For communication actions: seconds of [start, end] during which this rank was blocked by
   /// the transfer itself (waiting for a slow peer to arrive is idle time, not communication).
-  /// For compute actions: seconds of the tensor-parallel collectives inside the action.
+  /// For compute actions: seconds of the communication inside the action (tensor-parallel
+  /// collectives, offload transfers, waits for prefetched gathers).
   double exposed_comm = 0;
 };
 
@@ -57,8 +58,9 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 /// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
 /// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
 /// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}. A compute action with
-/// tensor-parallel collectives inside also gets one "TP <action>" event (cat "tensor_parallel")
-/// on tid 1 at the end of its span, as long as the collectives took.
+/// communication inside (tensor-parallel collectives, offload transfers) also gets one
+/// "comm <action>" event (cat "inner_comm") on tid 1 at the end of its span, as long as that
+/// communication took.
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
 
 /// Parses to_chrome_trace's output back into events (metadata events are skipped).

@@ -1,0 +1,104 @@
+// The simulated data-parallel collectives of ZeRO against their closed forms (Rajbhandari et al.
+// 2020 §7: 2Ψ for DDP and ZeRO-1/2, 3Ψ for ZeRO-3, each half a ring of (N-1)·S/(N·β)), the
+// tensor-parallel collectives inside F, and gradient buckets overlapped with the backward.
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "cli/scenario_schedule.hpp"
+#include "models/cost_model.hpp"
+#include "models/scenario_loader.hpp"
+#include "sim/simulator.hpp"
+#include "tests/fresh_process.hpp"
+
+using namespace dtwin;
+
+namespace {
+
+constexpr double kBandwidth = 1e9;  // bytes/s per direction, no latency
+
+// dp data-parallel GPUs of one node running quickstart's model in one stage, plus `sets`.
+Scenario data_parallel(int dp, std::vector<std::string> sets) {
+  std::vector<std::string> all{"layout.pp=1",
+                               "layout.dp=" + std::to_string(dp),
+                               "cluster.devices_per_node=" + std::to_string(dp),
+                               "cluster.ranks_per_device=1",
+                               "cluster.device.cores=1",
+                               "cluster.intra_node.bandwidth=" + std::to_string(kBandwidth),
+                               "cluster.intra_node.latency=0"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml", all);
+}
+
+// Simulates with every compute action taking `compute_s` (B twice that) in a child process;
+// returns rank 0's exposed communication seconds per action kind name, and "bytes" = the
+// stage's gradient bytes.
+std::map<std::string, double> exposed_by_kind(const Scenario& scenario, double compute_s = 1e-3) {
+  const std::vector<double> flat = test::in_fresh_process([&] {
+    const CostModel cost(scenario);
+    Profile profile;
+    profile.stages.assign(cost.num_stages(),
+                          StageSeconds{compute_s, 2 * compute_s, compute_s, compute_s, 0});
+    sim::SimOptions options;
+    options.profile = &profile;
+    const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, options);
+    std::vector<double> sums(4, 0);  // ALLREDUCE, REDUCE_GRAD, UNSHARD, F's inner
+    for (const trace::TimedAction& e : result.events) {
+      if (e.rank != 0) continue;
+      if (e.action.kind == sched::ActionKind::ALLREDUCE) sums[0] += e.exposed_comm;
+      if (e.action.kind == sched::ActionKind::REDUCE_GRAD) sums[1] += e.exposed_comm;
+      if (e.action.kind == sched::ActionKind::UNSHARD) sums[2] += e.exposed_comm;
+      if (e.action.kind == sched::ActionKind::F) sums[3] += e.exposed_comm;
+    }
+    sums.push_back(cost.gradient_bytes(0));
+    return sums;
+  });
+  return {{"ALLREDUCE", flat[0]},
+          {"REDUCE_GRAD", flat[1]},
+          {"UNSHARD", flat[2]},
+          {"F", flat[3]},
+          {"bytes", flat[4]}};
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO's collectives: all-reduce 2Ψ, reduce-scatter Ψ + all-gather Ψ, ZeRO-3 3Ψ") {
+  const int n = 4;
+  const auto half = [](double bytes) { return (n - 1) * bytes / (n * kBandwidth); };
+  for (int zero = 0; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    const auto x = exposed_by_kind(data_parallel(n, {"layout.zero=" + std::to_string(zero)}));
+    const double S = x.at("bytes");
+    const double all_reduce = zero == 0 ? 2 * half(S) : 0;
+    const double reduce_scatter = zero > 0 ? half(S) : 0;
+    const double all_gather = zero == 3 ? 2 * half(S) : zero > 0 ? half(S) : 0;
+    CHECK(x.at("ALLREDUCE") == Approx(all_reduce).epsilon(0.005).margin(1e-12));
+    CHECK(x.at("REDUCE_GRAD") == Approx(reduce_scatter).epsilon(0.005).margin(1e-12));
+    CHECK(x.at("UNSHARD") == Approx(all_gather).epsilon(0.005).margin(1e-12));
+  }
+}
+
+TEST_CASE("tensor-parallel all-reduces inside F: 2 per layer of 2(t-1)·T·d·bytes/(t·β)") {
+  const int t = 2;
+  const Scenario scenario = data_parallel(1, {"layout.tp=2", "cluster.devices_per_node=2"});
+  const auto x = exposed_by_kind(scenario);
+  const ModelSpec& m = scenario.model;
+  const double S = double(m.seq_len) * m.d_model * 4;  // one microbatch of fp32 activations
+  const double per_all_reduce = 2 * (t - 1) * S / (t * kBandwidth);
+  const double layers = m.n_layers, microbatches = scenario.layout.microbatches;
+  // Each layer's 2, plus the vocabulary-parallel embedding's 1, per microbatch.
+  CHECK(x.at("F") == Approx((2 * layers + 1) * per_all_reduce * microbatches).epsilon(0.005));
+}
+
+TEST_CASE("gradient buckets reduced during the last backward leave one bucket exposed") {
+  // 4 buckets; each bucket's all-reduce (S/4/β at dp 2) is shorter than a quarter of the
+  // backward, so only the last bucket's reduction is exposed.
+  const Scenario plain = data_parallel(2, {});
+  const auto blocking = exposed_by_kind(plain, 1.0);
+  const double S = blocking.at("bytes");
+  const double params = S / 4;
+  const std::string bucket = std::to_string(params / 4 * 4 * 1.0001);  // bytes, fp32 gradients
+  const auto overlapped = exposed_by_kind(
+      data_parallel(2, {"layout.overlap_grad_reduce=true", "layout.bucket_size=" + bucket}), 1.0);
+  CHECK(blocking.at("ALLREDUCE") == Approx(S / kBandwidth).epsilon(0.005));
+  CHECK(overlapped.at("ALLREDUCE") == Approx(S / 4 / kBandwidth).epsilon(0.005));
+}
