@@ -12,7 +12,7 @@ with flops one of
   korthikanti-model  72·B·l·s·h²·(1 + s/6h + V/12hl)  (Korthikanti et al. 2022, Appendix A,
                      model FLOPs: MFU's numerator)
 
-Usage: python3 bench/validate.py [path/to/dtwin]
+Usage: python3 bench/validate.py [path/to/dtwin [scenario.yaml ...]] (default: validation/*.yaml)
 """
 import glob
 import json
@@ -64,7 +64,7 @@ def simulate(path):
 
 
 rows, errors = [], []
-for path in sorted(glob.glob("validation/*.yaml")):
+for path in sys.argv[2:] or sorted(glob.glob("validation/*.yaml")):
     fields, dims = header(path)
     published = float(fields["iteration_s"])
     predicted, wall = simulate(path)
