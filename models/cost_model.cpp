@@ -84,12 +84,12 @@ std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
 }
 
 /// Seconds of one all-reduce of `bytes` over the tensor-parallel group: a ring over the
-/// intra-node link when the group fits in a node (Megatron-LM places it there), else over the
-/// inter-node link.
+/// intra-node link when the group fits in a node's rank slots (Megatron-LM places it there),
+/// else over the inter-node link.
 double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
   const ClusterSpec& c = scenario.cluster;
   const int t = scenario.layout.tp;
-  const LinkSpec& link = t <= c.devices_per_node ? c.intra_node : c.inter_node;
+  const LinkSpec& link = t <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
   return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
 }
 

@@ -30,10 +30,12 @@ import sys
 from dataclasses import dataclass, replace
 
 COMPUTE_KINDS = ("F", "B", "I", "W", "OPTIM")
-COMM_KINDS = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "ALLREDUCE")
+COMM_KINDS = ("SEND_F", "RECV_F", "SEND_B", "RECV_B", "ALLREDUCE", "UNSHARD", "RESHARD",
+              "REDUCE_GRAD")
 ALL_KINDS = COMPUTE_KINDS + COMM_KINDS
 
-_NAME = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|ALLREDUCE|OPTIM|F|B|I|W)(\d*)$")
+_NAME = re.compile(
+    r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B|ALLREDUCE|UNSHARD|RESHARD|REDUCE_GRAD|OPTIM|F|B|I|W)(\d*)$")
 
 
 class InputError(Exception):
@@ -114,7 +116,9 @@ def load_events(path):
     raw = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(raw, list):
         raise InputError(f"{path}: expected {{\"traceEvents\": [...]}}")
-    events = [_event(e, i, path) for i, e in enumerate(raw) if isinstance(e, dict) and e.get("ph") == "X"]
+    # "inner_comm" events (communication drawn inside a compute action) are not actions.
+    events = [_event(e, i, path) for i, e in enumerate(raw)
+              if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") != "inner_comm"]
     if not events:
         raise InputError(f"{path}: no 'X' (action) events")
     events.sort(key=lambda e: (e.step, e.rank, e.start))

@@ -101,8 +101,12 @@ Platform build_platform(const Scenario& scenario) {
   else
     build_star(scenario, platform);
   const ClusterSpec& cluster = scenario.cluster;
-  platform.threads_per_rank = std::max(1, cluster.device.cores / cluster.ranks_per_device);
   const int tp = scenario.layout.tp;
+  // The members of a tensor-parallel group that share the actor's device: all tp of them when
+  // ranks_per_device >= tp, else one (the others sit on devices of their own).
+  platform.members_per_host = std::min(tp, cluster.ranks_per_device);
+  platform.threads_per_rank =
+      std::max(1, cluster.device.cores * platform.members_per_host / cluster.ranks_per_device);
   for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
     platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
   return platform;

@@ -20,7 +20,10 @@ namespace dtwin::sim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> devices;
   std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per schedule rank (tensor-parallel group)
-  int threads_per_rank = 1;                     ///< cores an execution of one rank may use
+  int threads_per_rank = 1;                     ///< cores an execution of one schedule rank may use
+  /// GPUs of a schedule rank's tensor-parallel group on its host: its executions carry that many
+  /// members' work, so ranks sharing a device contend for it as the real ranks would.
+  int members_per_host = 1;
 };
 
 /// Sets SimGrid's network model before the platform exists: CM02 (max-min sharing, latency +

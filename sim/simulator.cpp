@@ -100,7 +100,9 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   const auto seconds = known_seconds(world, a);
   const double collectives = share * inner_comm_seconds(world, a);
   // FLOPs per thread: the rank's work split over its cores.
-  const double work = seconds ? *seconds * host->get_speed() : model_flops(world, a) / threads;
+  const double members = world.platform.members_per_host;
+  const double work =
+      seconds ? *seconds * host->get_speed() : model_flops(world, a) * members / threads;
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   return collectives;

@@ -102,3 +102,24 @@ TEST_CASE("gradient buckets reduced during the last backward leave one bucket ex
   CHECK(blocking.at("ALLREDUCE") == Approx(S / kBandwidth).epsilon(0.005));
   CHECK(overlapped.at("ALLREDUCE") == Approx(S / 4 / kBandwidth).epsilon(0.005));
 }
+
+TEST_CASE("a tensor-parallel group sharing a device loads it with all its members' work") {
+  // quickstart's 3 pipeline ranks on one 2-core device, then the same with tp 2 (6 GPU ranks on
+  // the device): the device does the same FLOPs either way, so the step takes as long (the
+  // tensor-parallel all-reduces are free on an infinitely fast link).
+  const auto step = [](const std::vector<std::string>& sets) {
+    std::vector<std::string> all{"cluster.intra_node.bandwidth=1e18",
+                                 "cluster.intra_node.latency=0"};
+    all.insert(all.end(), sets.begin(), sets.end());
+    const Scenario scenario =
+        load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml", all);
+    return test::in_fresh_process([&] {
+      const CostModel cost(scenario);
+      return std::vector<double>{
+          sim::simulate(scenario, build_schedule(scenario), cost).summary.step_time_s};
+    })[0];
+  };
+  const double single = step({});
+  const double grouped = step({"layout.tp=2", "cluster.ranks_per_device=6"});
+  CHECK(grouped == Approx(single).epsilon(0.005));
+}
