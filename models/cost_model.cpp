@@ -103,20 +103,31 @@ double attention_core_seconds(const DeviceDescription& device, const Scenario& s
   return seconds;
 }
 
-/// KernelSeconds of a stage of `layers` layers (see the class comment).
+/// The parameters of `params` whose optimizer state one GPU holds and updates: its 1/tp slice,
+/// and 1/dp of that under ZeRO.
+double optimizer_shard(const LayoutSpec& l, double params) {
+  return params / l.tp / (l.zero >= 1 ? l.dp : 1);
+}
+
+/// Seconds of one transformer layer's passes on one GPU, the forward that recomputation repeats
+/// included in input_backward (see the class comment). The same for every stage.
+PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
+  PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision);
+  if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
+  if (l.recompute == Recompute::Selective)
+    layer.input_backward += attention_core_seconds(device, scenario);
+  return layer;
+}
+
+/// KernelSeconds of stage `c` from its layers' `layer` seconds (see the class comment).
 KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
-                                   const StageCost& c) {
+                                   const PassSeconds& layer, const StageCost& c) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   const Precision precision = scenario.training.precision;
-  const PassSeconds layer = layer_seconds(device, m, l, precision);
-  const double recompute = l.recompute == Recompute::Full ? layer.forward
-                           : l.recompute == Recompute::Selective
-                               ? attention_core_seconds(device, scenario)
-                               : 0;
   const double L = c.num_layers;
-  KernelSeconds k{L * layer.forward, L * (layer.input_backward + recompute),
-                  L * layer.weight_backward, 0};
+  KernelSeconds k{L * layer.forward, L * layer.input_backward, L * layer.weight_backward, 0};
   const auto add = [&k](const PassSeconds& p) {
     k.forward += p.forward;
     k.input_backward += p.input_backward;
@@ -124,8 +135,7 @@ KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenar
   };
   if (c.has_embedding) add(embedding_seconds(device, m, l, precision));
   if (c.has_head) add(head_seconds(device, m, l, precision));
-  const double shard = l.tp * (l.zero >= 1 ? l.dp : 1);
-  k.optimizer = optimizer_seconds(device, c.params / shard);
+  k.optimizer = optimizer_seconds(device, optimizer_shard(l, c.params));
   return k;
 }
 
@@ -134,7 +144,7 @@ void add_offload_transfers(const Scenario& scenario, double bpe, StageCost& c) {
   const LayoutSpec& l = scenario.layout;
   if (l.offload == Offload::None) return;
   const LinkSpec& host = scenario.cluster.device.host_link;
-  const double shard = c.params / l.tp / (l.zero >= 1 ? l.dp : 1);
+  const double shard = optimizer_shard(l, c.params);
   const auto transfer = [&host](double bytes) { return host.latency + bytes / host.bandwidth; };
   c.host_optimizer_s = 2 * transfer(shard * bpe);  // gradients down, updated weights up
   c.optimizer_flops = 0;
@@ -147,13 +157,12 @@ void add_offload_transfers(const Scenario& scenario, double bpe, StageCost& c) {
 CostModel::CostModel(const Scenario& scenario)
     : model_(scenario.model),
       layout_(scenario.layout),
-      micro_batch_size_(scenario.layout.micro_batch_size),
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)) {
   const Shape shape = shape_of(model_);
   const std::vector<int> layers = split_layers(model_, scenario.layout);
   const double T = tokens_per_microbatch();
   const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
-               b = micro_batch_size_;
+               b = scenario.layout.micro_batch_size;
   const double bpe = bytes_per_element_;
   const LayoutSpec& l = scenario.layout;
   const double t = l.tp;
@@ -176,6 +185,9 @@ CostModel::CostModel(const Scenario& scenario)
   // recomputation repeats the forward's 2.
   const double tp_collective = tp_allreduce_seconds(scenario, T * d * bpe);
   const double recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
+  const auto& device = scenario.cluster.device.description;
+  const std::optional<PassSeconds> layer_kernel =
+      device ? std::optional(layer_kernel_seconds(*device, scenario)) : std::nullopt;
 
   const int n = static_cast<int>(layers.size());
   int first = 0;
@@ -212,8 +224,7 @@ CostModel::CostModel(const Scenario& scenario)
       if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
-    if (const auto& device = scenario.cluster.device.description)
-      c.kernel = stage_kernel_seconds(*device, scenario, c);
+    if (device) c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c);
     add_offload_transfers(scenario, bpe, c);
     stages_.push_back(c);
   }
@@ -264,7 +275,7 @@ double CostModel::model_flops_per_token() const {
 }
 
 double CostModel::tokens_per_microbatch() const {
-  return static_cast<double>(micro_batch_size_) * model_.seq_len;
+  return static_cast<double>(layout_.micro_batch_size) * model_.seq_len;
 }
 
 }  // namespace dtwin

@@ -178,7 +178,6 @@ class CostModel {
  private:
   ModelSpec model_;
   LayoutSpec layout_;
-  int micro_batch_size_ = 1;
   double bytes_per_element_ = 4;
   std::vector<StageCost> stages_;
 };

@@ -219,24 +219,6 @@ struct PendingSend {
   trace::TimedAction event;
 };
 
-// Records the sends that have completed and forgets them. SimGrid's cost per activity grows
-// with the activities an actor holds alive: a rank that kept every send of a step until its end
-// (2·m·v of them) made long pipelines quadratic (the 1T model's 512 microbatches took 100 s).
-void retire_finished_sends(World& world, int rank, std::vector<PendingSend>& sends) {
-  constexpr size_t kSweepAbove = 8;
-  if (sends.size() < kSweepAbove) return;
-  std::vector<PendingSend> pending;
-  for (PendingSend& send : sends) {
-    if (send.comm->test()) {
-      send.event.end = send.comm->get_finish_time();
-      world.events[rank].push_back(send.event);
-    } else {
-      pending.push_back(std::move(send));
-    }
-  }
-  sends = std::move(pending);
-}
-
 // Index in the rank's list of each stage's last B or W: where its weight gradients are complete.
 std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
   std::map<int, size_t> last;
@@ -263,7 +245,6 @@ void run_rank(World& world, int rank) {
       case ActionKind::SEND_B: {
         const std::string box = mailbox_of(layout, rank, a);
         world.send_posted[box] = event.start;
-        retire_finished_sends(world, rank, sends);
         sends.push_back({sg4::Mailbox::by_name(box)->put_async(&payload_token, bytes), event});
         continue;
       }
