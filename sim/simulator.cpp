@@ -35,7 +35,9 @@ struct World {
   const SimOptions& options;
   const Platform& platform;
   CollectiveModel collectives;
-  std::unordered_map<std::string, double> send_posted;  // mailbox -> time its SEND was posted
+  std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
+  std::vector<std::vector<trace::TimedAction>> sends;               // per rank, in posting order
+  std::vector<double> loop_end;                         // per rank: when its last action ended
   std::map<std::string, double> last_arrival;           // collective tag -> latest arrival
   std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
@@ -214,11 +216,6 @@ double compute_with_buckets(World& world, int rank, const Action& a, InFlight& f
   return collectives;
 }
 
-struct PendingSend {
-  sg4::CommPtr comm;
-  trace::TimedAction event;
-};
-
 // Index in the rank's list of each stage's last B or W: where its weight gradients are complete.
 std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
   std::map<int, size_t> last;
@@ -236,16 +233,18 @@ void run_rank(World& world, int rank) {
   const std::map<int, size_t> last_gradient = last_gradient_actions(actions);
   const bool buckets = spec.overlap_grad_reduce && layout.dp > 1;
   InFlight flight;
-  std::vector<PendingSend> sends;
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     trace::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
+        // Detached: SimGrid keeps a sender's undetached comms in a list it walks on every
+        // activity's end, which made long pipelines quadratic. The receiver dates the send.
         const std::string box = mailbox_of(layout, rank, a);
-        world.send_posted[box] = event.start;
-        sends.push_back({sg4::Mailbox::by_name(box)->put_async(&payload_token, bytes), event});
+        world.send_of[box] = {rank, world.sends[rank].size()};
+        world.sends[rank].push_back(event);
+        sg4::Mailbox::by_name(box)->put_init(&payload_token, bytes)->detach();
         continue;
       }
       case ActionKind::RECV_F:
@@ -253,7 +252,10 @@ void run_rank(World& world, int rank) {
         const std::string box = mailbox_of(layout, rank, a);
         sg4::Mailbox::by_name(box)->get<int>();
         event.end = sg4::Engine::get_clock();
-        event.exposed_comm = event.end - std::max(event.start, world.send_posted.at(box));
+        const auto [sender, index] = world.send_of.at(box);
+        trace::TimedAction& send = world.sends[sender][index];
+        send.end = event.end;
+        event.exposed_comm = event.end - std::max(event.start, send.start);
         break;
       }
       case ActionKind::ALLREDUCE:
@@ -291,19 +293,18 @@ void run_rank(World& world, int rank) {
     }
     world.events[rank].push_back(event);
   }
-  // A rank's step ends when its last send has left; the wait is charged to the last send.
-  const double wait_start = sg4::Engine::get_clock();
-  for (PendingSend& send : sends) send.comm->wait();
-  const double wait_end = sg4::Engine::get_clock();
-  bool charged = false;
-  for (PendingSend& send : sends) {
-    send.event.end = send.comm->get_finish_time();
-    if (!charged && send.event.end == wait_end) {
-      send.event.exposed_comm = wait_end - wait_start;
-      charged = true;
-    }
-    world.events[rank].push_back(send.event);
-  }
+  world.loop_end[rank] = sg4::Engine::get_clock();
+}
+
+// Appends a rank's sends to its events. Its step ends when its last send has arrived; the wait
+// past its last action is charged to the first send that ends last.
+void close_sends(World& world, int rank) {
+  std::vector<trace::TimedAction>& sends = world.sends[rank];
+  const auto last = std::max_element(
+      sends.begin(), sends.end(),
+      [](const trace::TimedAction& a, const trace::TimedAction& b) { return a.end < b.end; });
+  if (last != sends.end()) last->exposed_comm = std::max(0.0, last->end - world.loop_end[rank]);
+  world.events[rank].insert(world.events[rank].end(), sends.begin(), sends.end());
 }
 
 }  // namespace
@@ -327,6 +328,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
                                                                    : CollectiveModel::Flow),
       {},
+      std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
+      std::vector<double>(layout.world_size()),
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size())};
@@ -334,6 +337,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });
   engine->run();
+  for (int rank = 0; rank < layout.world_size(); ++rank) close_sends(world, rank);
 
   SimResult result;
   for (auto& rank_events : world.events)
