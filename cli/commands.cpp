@@ -47,4 +47,16 @@ int run_guarded(const std::function<int()>& body) {
   }
 }
 
+int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_code) {
+  app.name("dtwin");
+  app.require_subcommand(1);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+  return exit_code;
+}
+
 }  // namespace dtwin

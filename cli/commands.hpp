@@ -49,6 +49,11 @@ void add_data_dir_option(CLI::App& cmd, std::string& data_dir);
 /// "error: ..." and returns 1.
 int run_guarded(const std::function<int()>& body);
 
+/// Parses the command line into `app` (named "dtwin", one subcommand required), which runs the
+/// chosen subcommand's callback; returns `exit_code` as that callback left it, 0 for --help, or
+/// kExitBadInput when the command line does not parse.
+int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_code);
+
 /// Adds the subcommand `name` to `app` with a default-made Options, which the subcommand's
 /// callback keeps alive; when Options has a ScenarioOptions member `scenario`, also adds its
 /// SCENARIO argument and --set. When the subcommand runs, `exit_code` becomes

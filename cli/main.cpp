@@ -1,25 +1,21 @@
-// dtwin: one schedule, simulated with SimGrid and executed with LibTorch.
+// dtwin: one schedule, simulated with SimGrid and executed with LibTorch. This executable holds
+// the commands that need no LibTorch; it hands run, profile and train to dtwin-runtime.
 #include <CLI/CLI.hpp>
 #include <string>
-#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/runtime_commands.hpp"
+#include "cli/runtime_handoff.hpp"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && dtwin::is_runtime_command(argv[1])) return dtwin::exec_runtime(argv);
   CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
-  app.require_subcommand(1);
   int exit_code = 0;
   dtwin::add_schedule_command(app, exit_code);
   dtwin::add_simulate_command(app, exit_code);
   dtwin::add_compare_command(app, exit_code);
-  dtwin::add_run_command(app, exit_code);
-  dtwin::add_profile_command(app, exit_code);
-  dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : dtwin::kExitBadInput;
-  }
-  return exit_code;
+  // Listed for --help; never parsed here, since exec_runtime takes them first.
+  for (const dtwin::CommandEntry& command : dtwin::kRuntimeCommands)
+    app.add_subcommand(std::string(command.name), std::string(command.description));
+  return dtwin::parse_and_run(app, argc, argv, exit_code);
 }

@@ -3,6 +3,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/profile_cache.hpp"
+#include "cli/runtime_commands.hpp"
 #include "runtime/capabilities.hpp"
 
 namespace dtwin {
@@ -19,9 +20,9 @@ int run_profile(const MachineJobOptions& options) {
 }  // namespace
 
 void add_profile_command(CLI::App& app, int& exit_code) {
-  auto [cmd, options] = add_guarded_command<MachineJobOptions>(
-      app, exit_code, "profile",
-      "Measure F/B/I/W seconds per stage, p2p and all-reduce figures on this machine", run_profile);
+  auto [cmd, options] =
+      add_guarded_command<MachineJobOptions>(app, exit_code, std::string(kProfileCommand.name),
+                                             std::string(kProfileCommand.description), run_profile);
   add_output_option(*cmd, options->output,
                     "Profile file (default: this machine's cache, .cache/profiles/)");
   add_data_dir_option(*cmd, options->data_dir);

@@ -9,6 +9,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/plot_runner.hpp"
 #include "cli/profile_cache.hpp"
+#include "cli/runtime_commands.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
 #include "runtime/capabilities.hpp"
@@ -93,9 +94,9 @@ int run_main_job(const RunOptions& options) {
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
-  auto [cmd, options] = add_guarded_command<RunOptions>(
-      app, exit_code, "run", "Main job: profile, simulate, train, compare and plot one scenario",
-      run_main_job);
+  auto [cmd, options] =
+      add_guarded_command<RunOptions>(app, exit_code, std::string(kRunCommand.name),
+                                      std::string(kRunCommand.description), run_main_job);
   add_output_option(*cmd, options->output);
   add_data_dir_option(*cmd, options->data_dir);
   cmd->add_flag("--reprofile", options->reprofile, "Measure the profile even if one is cached");

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output_dir.hpp"
+#include "cli/runtime_commands.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
@@ -58,7 +59,7 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
 
 void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args) {
   auto [cmd, options] = add_guarded_command<TrainCommandOptions>(
-      app, exit_code, "train", "Train the scenario for real with LibTorch",
+      app, exit_code, std::string(kTrainCommand.name), std::string(kTrainCommand.description),
       [args](const TrainCommandOptions& options) { return run_train(options, args); });
   add_output_option(*cmd, options->output);
   add_data_dir_option(*cmd, options->data_dir);

@@ -15,9 +15,9 @@ struct ProcessResult {
   std::string output;  ///< stdout and stderr together
 };
 
-/// Runs `DTWIN_EXE args` through the shell and waits for it.
-inline ProcessResult run_dtwin(const std::string& args) {
-  const std::string command = std::string(DTWIN_EXE) + " " + args + " 2>&1";
+/// Runs `command_line` through the shell, stderr joined to stdout, and waits for it.
+inline ProcessResult run_process(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) throw std::runtime_error("popen failed: " + command);
   ProcessResult result{0, ""};
@@ -27,6 +27,11 @@ inline ProcessResult run_dtwin(const std::string& args) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+/// Runs `DTWIN_EXE args` through the shell and waits for it.
+inline ProcessResult run_dtwin(const std::string& args) {
+  return run_process(std::string(DTWIN_EXE) + " " + args);
 }
 
 }  // namespace dtwin::test

@@ -243,6 +243,30 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
     }
 }
 
+TEST_CASE("dtwin hands run, profile and train to dtwin-runtime, without loading LibTorch itself") {
+  const Result help = run_dtwin("--help");
+  CHECK(help.exit_code == 0);
+  for (const char* command : {"schedule", "simulate", "compare", "run", "profile", "train"})
+    CHECK_THAT(help.output, Catch::Contains(command));
+  const Result run_help = run_dtwin("run --help");
+  CHECK(run_help.exit_code == 0);
+  CHECK_THAT(run_help.output, Catch::Contains("--reprofile"));
+  CHECK_THAT(dtwin::test::run_process(std::string("ldd ") + DTWIN_EXE).output,
+             !Catch::Contains("libtorch"));
+  // Alone in a folder, dtwin still simulates, and says what is missing for a runtime command.
+  const std::filesystem::path alone = std::filesystem::absolute("dtwin-alone");
+  std::filesystem::create_directories(alone);
+  std::filesystem::copy_file(DTWIN_EXE, alone / "dtwin",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto run_alone = [&](const std::string& args) {
+    return dtwin::test::run_process((alone / "dtwin").string() + " " + args);
+  };
+  CHECK(run_alone("simulate " + kQuickstart + " -o " + (alone / "out").string()).exit_code == 0);
+  const Result train = run_alone("train " + kQuickstart);
+  CHECK(train.exit_code == 1);
+  CHECK_THAT(train.output, Catch::Contains("cannot start " + (alone / "dtwin-runtime").string()));
+}
+
 TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the accepted names") {
   std::ifstream in(kQuickstart);
   const std::string quickstart((std::istreambuf_iterator<char>(in)), {});

@@ -1,9 +1,9 @@
 #include "trace/timeline.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -66,7 +66,7 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
   // millions of events, and the document's copies dominated the simulator's wall time. Every
   // string written is an action's text, a kind name or "rank N": nothing needs escaping.
   fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
+  auto it = fmt::appender(out);
   fmt::format_to(it, "{{\"traceEvents\":[");
   bool first = true;
   const auto separator = [&] {
@@ -85,25 +85,35 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
                      "\"args\":{{\"name\":\"{}\"}}}}",
                      rank, tid, tid == 0 ? "compute" : "communication");
   }
+  // Compiled formats and no per-event strings: this loop took a sixth of a 1024-GPU simulation.
+  const auto write_name = [&](const Action& a) {
+    fmt::format_to(it, FMT_COMPILE("{}{}"), a.stage, kind_name(a.kind));
+    if (has_microbatch(a.kind)) fmt::format_to(it, FMT_COMPILE("{}"), a.microbatch);
+  };
   for (const TimedAction& e : events) {
     const bool compute = is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM;
-    const std::string name = to_string(e.action);
-    const std::string microbatch =
-        has_microbatch(e.action.kind) ? std::to_string(e.action.microbatch) : "null";
     separator();
+    fmt::format_to(it, FMT_COMPILE("{{\"name\":\""));
+    write_name(e.action);
     fmt::format_to(it,
-                   "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},"
-                   "\"dur\":{},\"args\":{{\"stage\":{},\"kind\":\"{}\",\"step\":{},"
-                   "\"exposed_comm_us\":{},\"microbatch\":{}}}}}",
-                   name, e.rank, compute ? 0 : 1, e.start * 1e6, (e.end - e.start) * 1e6,
-                   e.action.stage, kind_name(e.action.kind), e.step, e.exposed_comm * 1e6,
-                   microbatch);
-    if (compute && e.exposed_comm > 0)
+                   FMT_COMPILE("\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
+                               "\"args\":{{\"stage\":{},\"kind\":\"{}\",\"step\":{},"
+                               "\"exposed_comm_us\":{},\"microbatch\":"),
+                   e.rank, compute ? 0 : 1, e.start * 1e6, (e.end - e.start) * 1e6, e.action.stage,
+                   kind_name(e.action.kind), e.step, e.exposed_comm * 1e6);
+    if (has_microbatch(e.action.kind))
+      fmt::format_to(it, FMT_COMPILE("{}}}}}"), e.action.microbatch);
+    else
+      fmt::format_to(it, FMT_COMPILE("null}}}}"));
+    if (compute && e.exposed_comm > 0) {
+      fmt::format_to(it, FMT_COMPILE(",\n{{\"name\":\"comm "));
+      write_name(e.action);
       fmt::format_to(it,
-                     ",\n{{\"name\":\"comm {}\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},"
-                     "\"tid\":1,\"ts\":{},\"dur\":{}}}",
-                     name, kInnerCommCategory, e.rank, (e.end - e.exposed_comm) * 1e6,
+                     FMT_COMPILE("\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":1,\"ts\":{},"
+                                 "\"dur\":{}}}"),
+                     kInnerCommCategory, e.rank, (e.end - e.exposed_comm) * 1e6,
                      e.exposed_comm * 1e6);
+    }
   }
   fmt::format_to(it, "],\"displayTimeUnit\":\"ms\"}}\n");
   return fmt::to_string(out);

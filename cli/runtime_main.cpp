@@ -1,0 +1,17 @@
+// dtwin-runtime: the dtwin commands that train or measure with LibTorch (run, profile, train).
+// `dtwin run|profile|train ...` execs it with the same arguments; the launcher starts each rank
+// as this executable.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
+  int exit_code = 0;
+  dtwin::add_run_command(app, exit_code);
+  dtwin::add_profile_command(app, exit_code);
+  dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
+  return dtwin::parse_and_run(app, argc, argv, exit_code);
+}
