@@ -103,6 +103,40 @@ double attention_core_seconds(const DeviceDescription& device, const Scenario& s
   return seconds;
 }
 
+/// Seconds of one layer's GEMMs on one GPU that tensor-parallel collectives can overlap: F's, and
+/// I's with W's (Transformer Engine hides the backward's all-gathers under the weight-gradient
+/// GEMMs), full recomputation's repeated forward included. From the device description's GEMM
+/// kernels, else the GEMM FLOPs at the device's peak · efficiency.
+PassSeconds overlappable_gemm_seconds(const Scenario& scenario, double matmul_flops) {
+  const LayoutSpec& l = scenario.layout;
+  const DeviceSpec& device = scenario.cluster.device;
+  PassSeconds gemm;
+  if (device.description) {
+    const Precision precision = scenario.training.precision;
+    const auto sum = [&](Pass pass) {
+      double seconds = 0;
+      for (const Op& op : layer_ops(scenario.model, l, precision, pass))
+        if (op.kind == OpKind::Gemm) seconds += op_seconds(*device.description, op, precision);
+      return seconds;
+    };
+    gemm = {sum(Pass::Forward), sum(Pass::InputBackward), sum(Pass::WeightBackward)};
+  } else {
+    const double seconds = matmul_flops / (device.peak_flops * device.efficiency);
+    gemm = {seconds, seconds, seconds};
+  }
+  gemm.input_backward += gemm.weight_backward;
+  if (l.recompute == Recompute::Full) gemm.input_backward += gemm.forward;
+  return gemm;
+}
+
+/// Seconds that `comm` seconds of tensor-parallel collectives add to a pass whose GEMMs take
+/// `gemm` seconds when they overlap those GEMMs (layout.tp_comm_overlap): what the GEMMs do not
+/// hide, plus the stretch of the GEMMs that run beside communication (the device's
+/// overlap_slowdown, 1 without a description: the collectives' kernels take SMs).
+double overlapped_tp_seconds(double comm, double gemm, double slowdown) {
+  return std::max(0.0, comm - gemm) + (slowdown - 1) * std::min(comm, gemm);
+}
+
 /// The parameters of `params` whose optimizer state one GPU holds and updates: its 1/tp slice,
 /// and 1/dp of that under ZeRO.
 double optimizer_shard(const LayoutSpec& l, double params) {
@@ -188,6 +222,16 @@ CostModel::CostModel(const Scenario& scenario)
   const auto& device = scenario.cluster.device.description;
   const std::optional<PassSeconds> layer_kernel =
       device ? std::optional(layer_kernel_seconds(*device, scenario)) : std::nullopt;
+  // Per layer: the collectives' seconds each pass adds (overlapped with GEMMs or not).
+  double layer_tp_forward = 2 * tp_collective;
+  double layer_tp_input_backward = (2 + recompute_collectives) * tp_collective;
+  if (l.tp_comm_overlap) {
+    const PassSeconds gemm = overlappable_gemm_seconds(scenario, matmul_flops);
+    const double slowdown = device ? device->overlap_slowdown : 1;
+    layer_tp_forward = overlapped_tp_seconds(layer_tp_forward, gemm.forward, slowdown);
+    layer_tp_input_backward =
+        overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
+  }
 
   const int n = static_cast<int>(layers.size());
   int first = 0;
@@ -206,8 +250,8 @@ CostModel::CostModel(const Scenario& scenario)
     c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
     c.weight_backward_flops = L * matmul_flops;
     c.activation_bytes = L * layer_activation;
-    c.tp_forward_s = 2 * L * tp_collective;
-    c.tp_input_backward_s = (2 + recompute_collectives) * L * tp_collective;
+    c.tp_forward_s = L * layer_tp_forward;
+    c.tp_input_backward_s = L * layer_tp_input_backward;
     if (c.has_embedding) {
       c.params += shape.embedding;
       c.activation_bytes += T * d * bpe / sp_shard;

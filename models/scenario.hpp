@@ -46,6 +46,9 @@ struct LayoutSpec {
   sched::DpSync dp_sync = sched::DpSync::AllReduce;
   std::vector<int> stage_layers;   ///< layers per stage (pp * virtual_stages entries) or empty
   bool sequence_parallel = false;  ///< Korthikanti et al. 2022 sequence parallelism (tp > 1)
+  /// Tensor-parallel collectives overlapped with the layer's GEMMs (Megatron-LM's
+  /// --tp-comm-overlap, Transformer Engine userbuffers; needs sequence_parallel)
+  bool tp_comm_overlap = false;
   int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
   Recompute recompute = Recompute::None;
   bool overlap_grad_reduce = false;   ///< reduce gradient buckets while the backward runs

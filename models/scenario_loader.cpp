@@ -109,6 +109,7 @@ void require_tp_divides(const Origin& origin, const Field& tp, const Field& fiel
 void read_sharding(const Origin& origin, const Section& s, const Section& model_s,
                    const ModelSpec& model, LayoutSpec& l) {
   s.boolean("sequence_parallel", l.sequence_parallel);
+  s.boolean("tp_comm_overlap", l.tp_comm_overlap);
   s.integer("zero", 0, l.zero);
   if (l.zero > 3) expected(origin, s.get("zero"), "0, 1, 2 or 3");
   s.choice("recompute", kRecomputeNames, l.recompute);
@@ -125,6 +126,10 @@ void read_sharding(const Origin& origin, const Section& s, const Section& model_
   }
   if (l.sequence_parallel && l.tp == 1)
     expected(origin, s.get("sequence_parallel"), "false unless layout.tp > 1");
+  if (l.tp_comm_overlap && !l.sequence_parallel)
+    expected(origin, s.get("tp_comm_overlap"),
+             "false unless layout.sequence_parallel is true (the overlapped collectives are its "
+             "all-gathers and reduce-scatters)");
   if (l.zero > 0 && l.dp == 1) {
     const Field zero = s.get("zero"), dp = s.get("dp");
     expected(origin, blame(origin, {&zero, &dp}),
@@ -143,10 +148,11 @@ void read_sharding(const Origin& origin, const Section& s, const Section& model_
 /// Reads `layout` and checks it against the schedule and the model's layer count.
 Section read_layout(const Origin& origin, const Section& root, const Section& model_s,
                     const ModelSpec& model, LayoutSpec& l) {
-  Section s = root.section(
-      "layout", {"dp", "pp", "tp", "microbatches", "micro_batch_size", "schedule", "virtual_stages",
-                 "dp_sync", "stage_layers", "sequence_parallel", "zero", "recompute",
-                 "overlap_grad_reduce", "bucket_size", "overlap_param_gather", "offload"});
+  Section s =
+      root.section("layout", {"dp", "pp", "tp", "microbatches", "micro_batch_size", "schedule",
+                              "virtual_stages", "dp_sync", "stage_layers", "sequence_parallel",
+                              "tp_comm_overlap", "zero", "recompute", "overlap_grad_reduce",
+                              "bucket_size", "overlap_param_gather", "offload"});
   l.dp = s.integer("dp", 1);
   l.pp = s.integer("pp", 1);
   s.integer("tp", 1, l.tp);

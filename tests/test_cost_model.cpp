@@ -280,3 +280,44 @@ TEST_CASE("recomputation adds the forward it repeats to I; tp divides the per-GP
   const StageCost single = CostModel(llama_7b({"layout.pp=4"})).stage(1);
   CHECK(none.forward_flops == Approx(single.forward_flops / 2).epsilon(0.005));
 }
+
+TEST_CASE("overlapped tensor-parallel collectives add what the GEMMs do not hide", "[cost]") {
+  // LLaMA-2 7B, pp 4, tp 2 with sequence parallelism: stage 1 has 8 layers.
+  const auto stage = [](std::vector<std::string> sets) {
+    for (const char* s : {"layout.pp=4", "layout.tp=2", "layout.sequence_parallel=true",
+                          "cluster.devices_per_node=8"})
+      sets.push_back(s);
+    return CostModel(llama_7b(sets)).stage(1);
+  };
+  const double T = 4096, s = 4096, d = 4096, t = 2, L = 8;
+  {
+    // FLOPs path, a fast device on a slow link: the collectives outlast the GEMMs.
+    const std::string fast = "cluster.device.peak_flops=1000TFLOP/s";
+    const StageCost plain = stage({fast}), over = stage({fast, "layout.tp_comm_overlap=true"});
+    const double gemm = (plain.forward_flops / L - 4 * T * s * d / t) / (1000e12 * 0.5);
+    const double comm_f = plain.tp_forward_s / L, comm_i = plain.tp_input_backward_s / L;
+    REQUIRE(comm_f > gemm);
+    CHECK(over.tp_forward_s == Approx(L * (comm_f - gemm)).epsilon(0.005));
+    // The backward's collectives run beside I's and W's GEMMs.
+    CHECK(over.tp_input_backward_s == Approx(L * (comm_i - 2 * gemm)).epsilon(0.005));
+    CHECK(over.forward_flops == plain.forward_flops);
+  }
+  {
+    // Device description (H100, overlap_slowdown 1.05) on NVLink: the GEMMs hide the
+    // collectives and are stretched by 5% of the collectives' time.
+    const auto h100 = [&](std::vector<std::string> sets) {
+      for (const char* s : {"training.precision=bf16", "cluster.intra_node.bandwidth=450GB/s"})
+        sets.push_back(s);
+      for (const char* s : {"layout.pp=4", "layout.tp=2", "layout.sequence_parallel=true",
+                            "cluster.devices_per_node=8"})
+        sets.push_back(s);
+      Scenario sc = llama_7b(sets);
+      sc.cluster.device.description = dtwin::load_device_description("h100-sxm", "");
+      return CostModel(sc).stage(1);
+    };
+    const StageCost plain = h100({}), over = h100({"layout.tp_comm_overlap=true"});
+    REQUIRE(plain.tp_forward_s > 0);
+    CHECK(over.tp_forward_s == Approx(0.05 * plain.tp_forward_s).epsilon(0.005));
+    CHECK(over.tp_input_backward_s == Approx(0.05 * plain.tp_input_backward_s).epsilon(0.005));
+  }
+}
