@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "schedules/transfer.hpp"
-#include "sim/memory.hpp"
+#include "models/schedule_memory.hpp"
 #include "trace/step_figures.hpp"
 
 namespace sg4 = simgrid::s4u;

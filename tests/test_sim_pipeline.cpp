@@ -6,7 +6,7 @@
 #include "cli/scenario_schedule.hpp"
 #include "models/cost_model.hpp"
 #include "models/scenario_loader.hpp"
-#include "sim/memory.hpp"
+#include "models/schedule_memory.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 
@@ -88,7 +88,7 @@ TEST_CASE("activation memory follows the schedule: GPipe holds m microbatches, 1
     const sched::Schedule schedule = build_schedule(scenario);
     for (int rank = 0; rank < pp; ++rank) {
       const double held =
-          sim::peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank);
+          peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank);
       const double expected = std::string(name) == "gpipe" ? m : pp - rank;
       CAPTURE(name, rank);
       CHECK(held / cost.stage(rank).activation_bytes == Approx(expected));

@@ -1,9 +1,9 @@
-#include "sim/memory.hpp"
+#include "models/schedule_memory.hpp"
 
 #include <algorithm>
 #include <set>
 
-namespace dtwin::sim {
+namespace dtwin {
 
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
   using sched::ActionKind;
@@ -26,4 +26,4 @@ double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostMo
   return fixed + peak;
 }
 
-}  // namespace dtwin::sim
+}  // namespace dtwin

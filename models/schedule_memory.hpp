@@ -4,7 +4,7 @@
 #include "models/cost_model.hpp"
 #include "schedules/schedule.hpp"
 
-namespace dtwin::sim {
+namespace dtwin {
 
 /// Peak bytes of `rank`: weights, gradients and optimizer state of its stages
 /// (CostModel::static_memory_bytes) plus the most activations held at once while walking its
@@ -13,4 +13,4 @@ namespace dtwin::sim {
 /// With ZeRO-3 the weights gathered from UNSHARD to RESHARD add CostModel::gathered_weight_bytes.
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost);
 
-}  // namespace dtwin::sim
+}  // namespace dtwin
