@@ -1,0 +1,69 @@
+// The closed-form step estimate of `dtwin plan` against the schedule it stands for: its memory
+// equals the walk of the generated schedule, and its time stays near the SimGrid simulation.
+#include <catch2/catch.hpp>
+
+#include "cli/scenario_schedule.hpp"
+#include "models/cost_model.hpp"
+#include "models/scenario_loader.hpp"
+#include "models/schedule_memory.hpp"
+#include "models/step_estimate.hpp"
+#include "sim/simulator.hpp"
+#include "tests/fresh_process.hpp"
+
+using namespace dtwin;
+
+namespace {
+
+Scenario layout(const std::string& schedule, int pp, int m, int v,
+                std::vector<std::string> sets = {}) {
+  sets.insert(sets.begin(), {"layout.schedule=" + schedule, "layout.pp=" + std::to_string(pp),
+                             "layout.microbatches=" + std::to_string(m),
+                             "layout.virtual_stages=" + std::to_string(v),
+                             "model.n_layers=" + std::to_string(pp * v * 2),
+                             "cluster.ranks_per_device=" + std::to_string(pp)});
+  return load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml", sets);
+}
+
+}  // namespace
+
+TEST_CASE("the estimate's peak memory is the schedule's, for every schedule and rank",
+          "[estimate]") {
+  for (const auto& [schedule, pp, m, v] : {std::tuple{"gpipe", 3, 4, 1},
+                                           {"1f1b", 3, 2, 1},
+                                           {"1f1b", 4, 8, 1},
+                                           {"zb-h1", 3, 6, 1},
+                                           {"interleaved-1f1b", 2, 4, 2},
+                                           {"interleaved-1f1b", 4, 8, 2},
+                                           {"interleaved-1f1b", 2, 2, 3}}) {
+    for (const char* zero : {"layout.zero=0", "layout.zero=3"}) {
+      CAPTURE(schedule, pp, m, v, zero);
+      const Scenario scenario =
+          layout(schedule, pp, m, v,
+                 {"layout.dp=2", zero, "cluster.ranks_per_device=" + std::to_string(2 * pp)});
+      const CostModel cost(scenario);
+      const sched::Schedule built = build_schedule(scenario);
+      const StepEstimate estimate = estimate_step(scenario, cost);
+      REQUIRE(estimate.peak_bytes.size() == size_t(pp));
+      for (int r = 0; r < pp; ++r)
+        CHECK(estimate.peak_bytes[r] ==
+              Approx(peak_memory_bytes(built, built.layout.rank(0, r), cost)));
+    }
+  }
+}
+
+TEST_CASE("the estimate's step time stays within 15% of the simulated step", "[estimate]") {
+  for (const auto& [schedule, pp, m, v] : {std::tuple{"gpipe", 3, 6, 1},
+                                           {"1f1b", 3, 6, 1},
+                                           {"1f1b", 2, 8, 1},
+                                           {"interleaved-1f1b", 2, 4, 2}}) {
+    CAPTURE(schedule, pp, m, v);
+    const Scenario scenario = layout(schedule, pp, m, v);
+    const CostModel cost(scenario);
+    const double estimated = estimate_step(scenario, cost).step_s;
+    const double simulated = test::in_fresh_process([&] {
+      return std::vector<double>{
+          sim::simulate(scenario, build_schedule(scenario), cost, {}).summary.step_time_s};
+    })[0];
+    CHECK(estimated == Approx(simulated).epsilon(0.15));
+  }
+}
