@@ -312,3 +312,58 @@ TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the
     std::filesystem::remove(path);
   }
 }
+
+TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates the best 3") {
+  const std::string out = std::filesystem::absolute("plan-quickstart-out").string();
+  std::filesystem::remove_all(out);
+  const Result result = run_dtwin("plan " + kQuickstart + " --gpus 4 --top 3 -o " + out);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("315 layouts tried"));
+  std::ifstream csv(out + "/plan.csv");
+  REQUIRE(csv);
+  std::string line;
+  std::getline(csv, line);
+  CHECK_THAT(line, Catch::StartsWith("tp,pp,dp,micro_batch_size,microbatches,schedule"));
+  int rows = 0, simulated = 0;
+  double last_estimate = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    std::vector<std::string> fields;
+    for (size_t start = 0, end; start <= line.size(); start = end + 1) {
+      end = std::min(line.find(',', start), line.size());
+      fields.push_back(line.substr(start, end - start));
+    }
+    REQUIRE(fields.size() == 19);
+    const double estimate = std::stod(fields[10]);
+    CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
+    last_estimate = estimate;
+    if (!fields[13].empty()) {
+      ++simulated;
+      CHECK(std::stod(fields[13]) == Approx(estimate).epsilon(0.15));
+    }
+    CHECK(std::stoi(fields[0]) * std::stoi(fields[1]) * std::stoi(fields[2]) == 4);
+  }
+  CHECK(rows > 100);
+  CHECK(simulated == 3);
+  std::ifstream md(out + "/plan.md");
+  std::string markdown((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  CHECK_THAT(markdown, Catch::Contains("| dropped for | layouts | for example |"));
+  CHECK_THAT(markdown, Catch::Contains("| 3 | tp "));
+}
+
+TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
+  const auto plan = [](const std::string& args) {
+    return run_dtwin("plan " + kQuickstart + " -o plan-bad-out " + args);
+  };
+  const Result prime = plan("--gpus 5");  // pp 5 divides no 6-layer model, dp 5 no batch of 4
+  CHECK(prime.exit_code == 2);
+  CHECK_THAT(prime.output, Catch::Contains("got none of 45"));
+  const Result batch = plan("--gpus 7");
+  CHECK(batch.exit_code == 2);
+  CHECK_THAT(batch.output, Catch::Contains("--global-batch 4: expected a multiple of dp"));
+  const Result gpus = plan("--gpus -3");
+  CHECK(gpus.exit_code == 2);
+  CHECK_THAT(gpus.output, Catch::Contains("--gpus -3: expected a positive multiple"));
+  CHECK(plan("--top 0").exit_code == 2);
+  CHECK(plan("--global-batch -2").exit_code == 2);
+}

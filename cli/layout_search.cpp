@@ -1,0 +1,208 @@
+#include "cli/layout_search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/config_error.hpp"
+#include "models/cost_model.hpp"
+#include "models/scenario_loader.hpp"
+
+namespace dtwin {
+namespace {
+
+using Sets = std::vector<std::string>;
+
+std::string set(const std::string& key, const auto& value) {
+  if constexpr (std::is_convertible_v<decltype(value), std::string>)
+    return key + "=" + std::string(value);
+  else
+    return key + "=" + std::to_string(value);
+}
+
+// The largest tensor-parallel degree: a node's ranks.
+int max_tp(const Scenario& base, int gpus) {
+  return std::min(gpus, base.cluster.devices_per_node * base.cluster.ranks_per_device);
+}
+
+// Calls f(tp, pp, dp) for every split of `gpus` (see search_layouts).
+void for_each_split(const Scenario& base, int gpus, const auto& f) {
+  for (int tp = 1; tp <= max_tp(base, gpus); tp *= 2) {
+    if (gpus % tp != 0) continue;
+    for (int pp = 1; pp <= std::min(gpus / tp, base.model.n_layers); ++pp)
+      if ((gpus / tp) % pp == 0) f(tp, pp, gpus / tp / pp);
+  }
+}
+
+std::set<int> data_parallel_sizes(const Scenario& base, int gpus) {
+  std::set<int> dps;
+  for_each_split(base, gpus, [&](int, int, int dp) { dps.insert(dp); });
+  return dps;
+}
+
+// Every layout of the request as its `--set` overrides (see search_layouts).
+std::vector<Sets> enumerate(const Scenario& base, int gpus, int global_batch) {
+  std::vector<Sets> layouts;
+  for_each_split(base, gpus, [&](int tp, int pp, int dp) {
+    for (int mbs : {1, 2, 4, 8}) {
+      if (global_batch % (dp * mbs) != 0) continue;
+      const int m = global_batch / (dp * mbs);
+      std::vector<Sets> schedules = {{"layout.schedule=1f1b", "layout.virtual_stages=1"}};
+      if (pp > 1)
+        for (const char* s : {"gpipe", "zb-h1"})
+          schedules.push_back({set("layout.schedule", s), "layout.virtual_stages=1"});
+      if (pp > 1)
+        for (int v : {2, 4})
+          schedules.push_back(
+              {"layout.schedule=interleaved-1f1b", set("layout.virtual_stages", v)});
+      for (const Sets& schedule : schedules)
+        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
+          for (const char* recompute : {"none", "selective", "full"})
+            for (bool sp : {false, true}) {
+              if (sp && tp == 1) continue;
+              Sets sets = {set("layout.tp", tp),
+                           set("layout.pp", pp),
+                           set("layout.dp", dp),
+                           set("layout.micro_batch_size", mbs),
+                           set("layout.microbatches", m),
+                           set("layout.zero", zero),
+                           set("layout.recompute", recompute),
+                           set("layout.sequence_parallel", sp ? "true" : "false")};
+              if (zero == 0) sets.push_back("layout.overlap_param_gather=false");
+              if (!sp) sets.push_back("layout.tp_comm_overlap=false");
+              sets.insert(sets.end(), schedule.begin(), schedule.end());
+              layouts.push_back(std::move(sets));
+            }
+    }
+  });
+  return layouts;
+}
+
+// The key a loader message names: "--set K=V: KEY: expected ..." or "FILE:L:C: KEY: ...".
+std::string reason_of(const std::string& message) {
+  const size_t expected = message.find(": expected");
+  if (expected == std::string::npos) return message;
+  const size_t start = message.rfind(": ", expected - 1);
+  return start == std::string::npos ? message.substr(0, expected)
+                                    : message.substr(start + 2, expected - start - 2);
+}
+
+struct Outcome {
+  std::optional<LayoutCandidate> candidate;
+  std::string reason, message;
+};
+
+Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& layout) {
+  Sets sets = request.base.overrides;
+  sets.insert(sets.end(), base_sets.begin(), base_sets.end());
+  sets.insert(sets.end(), layout.begin(), layout.end());
+  LayoutCandidate c;
+  try {
+    c.scenario = load_scenario(request.base.path, sets);
+  } catch (const ConfigError& e) {
+    return {std::nullopt, reason_of(e.what()), e.what()};
+  }
+  const CostModel cost(c.scenario);
+  c.estimate = estimate_step(c.scenario, cost);
+  const ClusterSpec& cluster = c.scenario.cluster;
+  const double memory = cluster.device.memory / cluster.ranks_per_device;
+  const double peak = *std::max_element(c.estimate.peak_bytes.begin(), c.estimate.peak_bytes.end());
+  if (peak > memory)
+    return {std::nullopt, "memory",
+            fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB of a rank", fmt::join(layout, " "),
+                        peak / (1 << 30), memory / (1 << 30))};
+  c.sets = layout;
+  c.tokens_per_s = request.global_batch * cost.tokens_per_microbatch() /
+                   c.scenario.layout.micro_batch_size / c.estimate.step_s;
+  c.mfu = cost.model_flops_per_token() * c.tokens_per_s /
+          (cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node);
+  return {std::move(c), "", ""};
+}
+
+}  // namespace
+
+std::vector<std::string> cluster_sets(const Scenario& base, int gpus) {
+  const ClusterSpec& c = base.cluster;
+  const int per_node = c.devices_per_node * c.ranks_per_device;
+  if (gpus > 0 && gpus % per_node == 0) return {set("cluster.nodes", gpus / per_node)};
+  const int devices = c.nodes * c.devices_per_node;
+  if (gpus > 0 && gpus % devices == 0) return {set("cluster.ranks_per_device", gpus / devices)};
+  throw UserError("--gpus " + std::to_string(gpus) + ": expected a positive multiple of " +
+                  std::to_string(per_node) + " (devices_per_node × ranks_per_device) or of " +
+                  std::to_string(devices) + " (nodes × devices_per_node)");
+}
+
+LayoutSearch search_layouts(const PlanRequest& request,
+                            const std::function<void(int, int)>& progress) {
+  const Scenario base = request.base.load();
+  if (request.global_batch <= 0)
+    throw UserError("--global-batch " + std::to_string(request.global_batch) +
+                    ": expected a positive number of sequences");
+  const Sets base_sets = cluster_sets(base, request.gpus);
+  const std::vector<Sets> layouts = enumerate(base, request.gpus, request.global_batch);
+  if (layouts.empty()) {
+    const std::set<int> dps = data_parallel_sizes(base, request.gpus);
+    if (dps.empty())
+      throw UserError(
+          fmt::format("--gpus {}: expected a count that tp (a power of two up to {}) × pp (up to "
+                      "model.n_layers = {}) divides",
+                      request.gpus, max_tp(base, request.gpus), base.model.n_layers));
+    throw UserError(fmt::format(
+        "--global-batch {}: expected a multiple of dp × micro-batch size (1, 2, 4 or 8) for "
+        "one of the data-parallel sizes of {} GPUs: {}",
+        request.global_batch, request.gpus, fmt::join(dps, ", ")));
+  }
+
+  std::vector<Outcome> outcomes(layouts.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::vector<std::thread> workers;
+  for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < layouts.size(); ++done)
+        outcomes[i] = evaluate(request, base_sets, layouts[i]);
+    });
+  const int total = static_cast<int>(layouts.size());
+  while (done < layouts.size()) {
+    progress(static_cast<int>(done), total);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (std::thread& worker : workers) worker.join();
+  progress(total, total);
+
+  LayoutSearch search;
+  search.enumerated = total;
+  for (Outcome& o : outcomes) {
+    if (o.candidate) {
+      search.fitting.push_back(std::move(*o.candidate));
+      continue;
+    }
+    ++search.dropped[o.reason];
+    search.example.emplace(o.reason, o.message);
+  }
+  if (search.fitting.empty()) {
+    std::string reasons;
+    for (const auto& [reason, count] : search.dropped)
+      reasons +=
+          fmt::format("; {} layouts for {} (e.g. {})", count, reason, search.example.at(reason));
+    throw UserError(
+        fmt::format("--gpus {} --global-batch {}: expected a layout that loads and "
+                    "fits in memory, got none of {}{}",
+                    request.gpus, request.global_batch, total, reasons));
+  }
+  std::stable_sort(search.fitting.begin(), search.fitting.end(),
+                   [](const LayoutCandidate& a, const LayoutCandidate& b) {
+                     if (a.estimate.step_s != b.estimate.step_s)
+                       return a.estimate.step_s < b.estimate.step_s;
+                     return std::ranges::max(a.estimate.peak_bytes) <
+                            std::ranges::max(b.estimate.peak_bytes);  // as fast, less memory
+                   });
+  return search;
+}
+
+}  // namespace dtwin

@@ -1,0 +1,82 @@
+// `dtwin plan`: searches the layouts of a scenario's model on a number of GPUs, ranks them by a
+// closed-form estimate, simulates the best with SimGrid and writes plan.md and plan.csv.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/layout_search.hpp"
+#include "cli/output_dir.hpp"
+#include "cli/plan_report.hpp"
+#include "cli/plan_simulation.hpp"
+#include "models/file_writer.hpp"
+
+namespace dtwin {
+namespace {
+
+struct PlanOptions {
+  ScenarioOptions scenario;
+  std::string output;
+  int gpus = 0;          // 0: the scenario's
+  int global_batch = 0;  // 0: the scenario's
+  int top = 20;
+};
+
+// A one-line progress bar on stderr, "LABEL done/total", redrawn on a terminal and written
+// once, when done, otherwise.
+auto progress_bar(const std::string& label) {
+  return [label, terminal = isatty(STDERR_FILENO) != 0](int done, int total) {
+    if (!terminal && done < total) return;
+    std::fprintf(stderr, "%s%s %d/%d%s", terminal ? "\r" : "", label.c_str(), done, total,
+                 done == total ? "\n" : "");
+  };
+}
+
+int run_plan(const PlanOptions& options) {
+  const Scenario base = options.scenario.load();
+  const LayoutSpec& l = base.layout;
+  PlanRequest request{options.scenario, options.gpus, options.global_batch};
+  if (request.gpus == 0) request.gpus = base.world_size();
+  if (request.global_batch == 0) request.global_batch = l.dp * l.microbatches * l.micro_batch_size;
+  if (options.top < 1)
+    throw UserError("--top " + std::to_string(options.top) + ": expected at least 1");
+
+  const LayoutSearch search = search_layouts(request, progress_bar("checking layouts"));
+  std::vector<PlanRow> rows;
+  for (const LayoutCandidate& c : search.fitting) rows.push_back({&c, std::nullopt});
+  const size_t top = std::min<size_t>(options.top, rows.size());
+  std::vector<const LayoutCandidate*> best;
+  for (size_t i = 0; i < top; ++i) best.push_back(rows[i].candidate);
+
+  const std::string dir = prepare_output_dir(options.output, base);
+  const auto summaries =
+      simulate_candidates(best, dir + "/plan-simulations", progress_bar("simulating"));
+  std::vector<PlanRow> simulated;
+  for (size_t i = 0; i < top; ++i) {
+    rows[i].simulated = summaries[i];
+    if (summaries[i]) simulated.push_back(rows[i]);
+  }
+  const std::string title = "plan: " + base.name + " on " + std::to_string(request.gpus) +
+                            " GPUs, global batch " + std::to_string(request.global_batch);
+  const std::string markdown = plan_markdown(title, search, simulated);
+  write_file(dir + "/plan.md", markdown);
+  write_file(dir + "/plan.csv", plan_csv(rows));
+  std::cout << markdown << "\nwrote " << dir << "/plan.md and plan.csv\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+  auto [cmd, options] = add_guarded_command<PlanOptions>(
+      app, exit_code, "plan",
+      "Search the layouts of the scenario's model, rank them, simulate the best", run_plan);
+  add_output_option(*cmd, options->output);
+  cmd->add_option("--gpus", options->gpus, "GPUs (ranks) to lay out (default: the scenario's)");
+  cmd->add_option("--global-batch", options->global_batch,
+                  "Sequences per step (default: the scenario's dp × microbatches × mbs)");
+  cmd->add_option("--top", options->top, "Layouts to simulate with SimGrid")->capture_default_str();
+}
+
+}  // namespace dtwin
