@@ -349,6 +349,14 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   std::string markdown((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   CHECK_THAT(markdown, Catch::Contains("| dropped for | layouts | for example |"));
   CHECK_THAT(markdown, Catch::Contains("| 3 | tp "));
+  // plots/plan.py draws the layouts and their Pareto front; a malformed plan.csv exits 2.
+  const std::string plot = std::string(DTWIN_PYTHON) + " " + DTWIN_SOURCE_DIR + "/plots/plan.py ";
+  REQUIRE(dtwin::test::run_process(plot + out).exit_code == 0);
+  CHECK(std::filesystem::file_size(out + "/plan.png") > 10000);
+  std::ofstream(out + "/plan.csv") << "tp,pp\n1,1\n";
+  const Result bad = dtwin::test::run_process(plot + out);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("plan.csv"));
 }
 
 TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
