@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -46,11 +49,28 @@ std::set<int> data_parallel_sizes(const Scenario& base, int gpus) {
   return dps;
 }
 
+// The values a searched setting takes: all of `all`, or only the base's when it is kept.
+template <typename T>
+std::vector<T> values_of(const std::string& key, const std::vector<std::string>& keep,
+                         std::vector<T> all, T base) {
+  if (std::ranges::find(keep, key) != keep.end()) return {base};
+  return all;
+}
+
 // Every layout of the request as its `--set` overrides (see search_layouts).
-std::vector<Sets> enumerate(const Scenario& base, int gpus, int global_batch) {
+std::vector<Sets> enumerate(const Scenario& base, const PlanRequest& request) {
+  const int gpus = request.gpus, global_batch = request.global_batch;
+  const LayoutSpec& b = base.layout;
+  const auto& keep = request.keep;
+  const std::vector<std::string> recomputes =
+      values_of<std::string>("recompute", keep, {"none", "selective", "full"},
+                             std::string(kRecomputeNames.name(b.recompute)));
+  const std::vector<bool> sps =
+      values_of<bool>("sequence_parallel", keep, {false, true}, b.sequence_parallel);
+  const std::vector<int> zeros = values_of<int>("zero", keep, {0, 1, 2, 3}, b.zero);
   std::vector<Sets> layouts;
   for_each_split(base, gpus, [&](int tp, int pp, int dp) {
-    for (int mbs : {1, 2, 4, 8}) {
+    for (int mbs : {1, 2, 4, 8, 16}) {
       if (global_batch % (dp * mbs) != 0) continue;
       const int m = global_batch / (dp * mbs);
       std::vector<Sets> schedules = {{"layout.schedule=1f1b", "layout.virtual_stages=1"}};
@@ -58,14 +78,15 @@ std::vector<Sets> enumerate(const Scenario& base, int gpus, int global_batch) {
         for (const char* s : {"gpipe", "zb-h1"})
           schedules.push_back({set("layout.schedule", s), "layout.virtual_stages=1"});
       if (pp > 1)
-        for (int v : {2, 4})
-          schedules.push_back(
-              {"layout.schedule=interleaved-1f1b", set("layout.virtual_stages", v)});
+        for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
+          if ((base.model.n_layers / pp) % v == 0)
+            schedules.push_back(
+                {"layout.schedule=interleaved-1f1b", set("layout.virtual_stages", v)});
       for (const Sets& schedule : schedules)
-        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero)
-          for (const char* recompute : {"none", "selective", "full"})
-            for (bool sp : {false, true}) {
-              if (sp && tp == 1) continue;
+        for (int zero : zeros)
+          for (const std::string& recompute : recomputes)
+            for (bool sp : sps) {
+              if ((sp && tp == 1) || (zero > 0 && dp == 1)) continue;
               Sets sets = {set("layout.tp", tp),
                            set("layout.pp", pp),
                            set("layout.dp", dp),
@@ -93,12 +114,36 @@ std::string reason_of(const std::string& message) {
                                     : message.substr(start + 2, expected - start - 2);
 }
 
+// The memory proxies (memory_proxy) of the layouts searched so far, shared by the workers: many
+// layouts differ only in what the proxy does not depend on.
+class ProxyCache {
+ public:
+  std::shared_ptr<const sched::Schedule> get(const LayoutSpec& l) {
+    const auto key = std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches,
+                                std::min(l.dp, 2), l.dp_sync, l.zero);
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = proxies_.find(key); it != proxies_.end()) return it->second;
+    }
+    auto proxy = std::make_shared<const sched::Schedule>(memory_proxy(l));
+    std::lock_guard lock(mutex_);
+    return proxies_.emplace(key, std::move(proxy)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::tuple<sched::ScheduleKind, int, int, int, int, sched::DpSync, int>,
+           std::shared_ptr<const sched::Schedule>>
+      proxies_;
+};
+
 struct Outcome {
   std::optional<LayoutCandidate> candidate;
   std::string reason, message;
 };
 
-Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& layout) {
+Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& layout,
+                 ProxyCache& proxies) {
   Sets sets = request.base.overrides;
   sets.insert(sets.end(), base_sets.begin(), base_sets.end());
   sets.insert(sets.end(), layout.begin(), layout.end());
@@ -109,7 +154,7 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
     return {std::nullopt, reason_of(e.what()), e.what()};
   }
   const CostModel cost(c.scenario);
-  c.estimate = estimate_step(c.scenario, cost);
+  c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout));
   const ClusterSpec& cluster = c.scenario.cluster;
   const double memory = cluster.device.memory / cluster.ranks_per_device;
   const double peak = *std::max_element(c.estimate.peak_bytes.begin(), c.estimate.peak_bytes.end());
@@ -145,7 +190,10 @@ LayoutSearch search_layouts(const PlanRequest& request,
     throw UserError("--global-batch " + std::to_string(request.global_batch) +
                     ": expected a positive number of sequences");
   const Sets base_sets = cluster_sets(base, request.gpus);
-  const std::vector<Sets> layouts = enumerate(base, request.gpus, request.global_batch);
+  for (const std::string& key : request.keep)
+    if (key != "zero" && key != "recompute" && key != "sequence_parallel")
+      throw UserError("--keep " + key + ": expected zero, recompute or sequence_parallel");
+  const std::vector<Sets> layouts = enumerate(base, request);
   if (layouts.empty()) {
     const std::set<int> dps = data_parallel_sizes(base, request.gpus);
     if (dps.empty())
@@ -160,12 +208,13 @@ LayoutSearch search_layouts(const PlanRequest& request,
   }
 
   std::vector<Outcome> outcomes(layouts.size());
+  ProxyCache proxies;
   std::atomic<size_t> next{0}, done{0};
   std::vector<std::thread> workers;
   for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
     workers.emplace_back([&] {
       for (size_t i; (i = next++) < layouts.size(); ++done)
-        outcomes[i] = evaluate(request, base_sets, layouts[i]);
+        outcomes[i] = evaluate(request, base_sets, layouts[i], proxies);
     });
   const int total = static_cast<int>(layouts.size());
   while (done < layouts.size()) {

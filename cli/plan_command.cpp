@@ -2,6 +2,7 @@
 // closed-form estimate, simulates the best with SimGrid and writes plan.md and plan.csv.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -21,7 +22,15 @@ struct PlanOptions {
   int gpus = 0;          // 0: the scenario's
   int global_batch = 0;  // 0: the scenario's
   int top = 20;
+  std::vector<std::string> keep;
 };
+
+// Whether two layouts differ at most in ZeRO stage and sequence parallelism.
+bool same_shape(const LayoutSpec& a, const LayoutSpec& b) {
+  return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.micro_batch_size == b.micro_batch_size &&
+         a.microbatches == b.microbatches && a.schedule == b.schedule &&
+         a.virtual_stages == b.virtual_stages && a.recompute == b.recompute;
+}
 
 // A one-line progress bar on stderr, "LABEL done/total", redrawn on a terminal and written
 // once, when done, otherwise.
@@ -36,7 +45,7 @@ auto progress_bar(const std::string& label) {
 int run_plan(const PlanOptions& options) {
   const Scenario base = options.scenario.load();
   const LayoutSpec& l = base.layout;
-  PlanRequest request{options.scenario, options.gpus, options.global_batch};
+  PlanRequest request{options.scenario, options.gpus, options.global_batch, options.keep};
   if (request.gpus == 0) request.gpus = base.world_size();
   if (request.global_batch == 0) request.global_batch = l.dp * l.microbatches * l.micro_batch_size;
   if (options.top < 1)
@@ -45,17 +54,29 @@ int run_plan(const PlanOptions& options) {
   const LayoutSearch search = search_layouts(request, progress_bar("checking layouts"));
   std::vector<PlanRow> rows;
   for (const LayoutCandidate& c : search.fitting) rows.push_back({&c, std::nullopt});
-  const size_t top = std::min<size_t>(options.top, rows.size());
+  // The best K by the estimate, each a different layout: one that differs from a chosen one
+  // only in ZeRO or sequence parallelism and has the same estimate (the memory saving costs no
+  // time) is listed in plan.csv but not simulated again.
   std::vector<const LayoutCandidate*> best;
-  for (size_t i = 0; i < top; ++i) best.push_back(rows[i].candidate);
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < rows.size() && best.size() < size_t(options.top); ++i) {
+    const LayoutCandidate& c = *rows[i].candidate;
+    const bool repeat = std::ranges::any_of(chosen, [&](size_t j) {
+      return same_shape(rows[j].candidate->scenario.layout, c.scenario.layout) &&
+             rows[j].candidate->estimate.step_s == c.estimate.step_s;
+    });
+    if (repeat) continue;
+    chosen.push_back(i);
+    best.push_back(&c);
+  }
 
   const std::string dir = prepare_output_dir(options.output, base);
   const auto summaries =
       simulate_candidates(best, dir + "/plan-simulations", progress_bar("simulating"));
   std::vector<PlanRow> simulated;
-  for (size_t i = 0; i < top; ++i) {
-    rows[i].simulated = summaries[i];
-    if (summaries[i]) simulated.push_back(rows[i]);
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    rows[chosen[k]].simulated = summaries[k];
+    if (summaries[k]) simulated.push_back(rows[chosen[k]]);
   }
   const std::string title = "plan: " + base.name + " on " + std::to_string(request.gpus) +
                             " GPUs, global batch " + std::to_string(request.global_batch);
@@ -77,6 +98,9 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--global-batch", options->global_batch,
                   "Sequences per step (default: the scenario's dp × microbatches × mbs)");
   cmd->add_option("--top", options->top, "Layouts to simulate with SimGrid")->capture_default_str();
+  cmd->add_option("--keep", options->keep,
+                  "Hold a setting at the scenario's value: zero, recompute or sequence_parallel "
+                  "(repeatable)");
 }
 
 }  // namespace dtwin

@@ -114,8 +114,10 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   const LinkSpec& p2p = l.dp * l.tp < cluster.devices_per_node * cluster.ranks_per_device
                             ? cluster.intra_node
                             : cluster.inter_node;
+  // The warm-up and cool-down cross every stage boundary of the pipeline once each way.
   const double p2p_s =
-      l.pp > 1 ? 2 * (l.pp - 1) * (p2p.latency + cost.boundary_bytes() / p2p.bandwidth) : 0;
+      l.pp > 1 ? 2 * (cost.num_stages() - 1) * (p2p.latency + cost.boundary_bytes() / p2p.bandwidth)
+               : 0;
   const double bucket_bytes =
       l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.bytes_per_element();
   double tail = 0;  // the slowest rank's gradient sync and optimizer step

@@ -30,7 +30,7 @@ struct StepEstimate {
 ///    1F1B with v virtual stages (Narayanan et al. 2021 §2.2), a third of the 1F1B bubble for
 ///    ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §3); at least m · (F_r + B_r)
 ///    times the oversubscription of a device's cores when its ranks share them;
-///  - p2p: the 2(pp − 1) boundary transfers of the warm-up and cool-down, latency + bytes / bw;
+///  - p2p: the 2(pp·v − 1) boundary transfers of the warm-up and cool-down, latency + bytes / bw;
 ///  - data-parallel: a ring all-reduce (or reduce-scatter + all-gather with ZeRO; 1.5 times that
 ///    for ZeRO-3) of the rank's gradients over the intra-node link when the dp group fits a
 ///    node, else the inter-node one; with overlap_grad_reduce only the last bucket is exposed;
