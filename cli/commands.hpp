@@ -74,7 +74,10 @@ std::pair<CLI::App*, std::shared_ptr<Options>> add_guarded_command(CLI::App& app
 void add_schedule_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
-void add_plan_command(CLI::App& app, int& exit_code);
+struct PlanTraining;
+/// `training`: how dtwin-runtime trains layouts for `plan --run`; null in dtwin, which hands
+/// `plan --run` to dtwin-runtime.
+void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* training = nullptr);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);
 /// `args`: the command line after the program name, which the launcher gives each rank.

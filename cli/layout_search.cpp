@@ -153,6 +153,11 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
   } catch (const ConfigError& e) {
     return {std::nullopt, reason_of(e.what()), e.what()};
   }
+  if (request.check) try {
+      request.check(c.scenario);
+    } catch (const UserError& e) {
+      return {std::nullopt, "runtime: " + reason_of(e.what()), e.what()};
+    }
   const CostModel cost(c.scenario);
   c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout));
   const ClusterSpec& cluster = c.scenario.cluster;
@@ -162,7 +167,8 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
     return {std::nullopt, "memory",
             fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB of a rank", fmt::join(layout, " "),
                         peak / (1 << 30), memory / (1 << 30))};
-  c.sets = layout;
+  c.sets = base_sets;
+  c.sets.insert(c.sets.end(), layout.begin(), layout.end());
   c.tokens_per_s = request.global_batch * cost.tokens_per_microbatch() /
                    c.scenario.layout.micro_batch_size / c.estimate.step_s;
   c.mfu = cost.model_flops_per_token() * c.tokens_per_s /

@@ -21,11 +21,13 @@ struct PlanRequest {
   int global_batch = 0;
   /// Settings held at the base's value: any of "zero", "recompute", "sequence_parallel".
   std::vector<std::string> keep;
+  /// When set, layouts it throws UserError for are dropped under "runtime: KEY" (plan --run).
+  std::function<void(const Scenario&)> check;
 };
 
 /// One layout that loads and fits in memory.
 struct LayoutCandidate {
-  std::vector<std::string> sets;  ///< `--set` overrides that make it from the base scenario
+  std::vector<std::string> sets;  ///< `--set` overrides (cluster and layout) on the base's own
   Scenario scenario;
   StepEstimate estimate;
   double tokens_per_s = 0;  ///< global batch · seq_len / estimate.step_s
@@ -47,13 +49,13 @@ std::vector<std::string> cluster_sets(const Scenario& base, int gpus);
 /// The layouts of `request`: tp a power of two within a node, pp dividing the GPUs / tp (at most
 /// n_layers), dp the rest; micro-batch size 1, 2, 4, 8 or 16 where dp·mbs divides the global
 /// batch; schedules gpipe, 1f1b, zb-h1 and interleaved-1f1b with every virtual stage count v ≥ 2
-/// that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for dp = 1); recompute none, selective, full; sequence
-/// parallelism off and on (off for tp = 1); the request's kept settings at the base's value. Each
-/// is loaded with the base's overrides plus its own (reasons the loader gives are counted by key),
-/// estimated, and kept when every pipeline rank's peak fits device memory / ranks_per_device.
-/// `progress(done, total)` is called as layouts are checked. Throws UserError when no split of the
-/// GPUs exists, when the global batch is not a multiple of any dp·mbs, or when no layout loads and
-/// fits (naming each reason with its count).
+/// that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for dp = 1); recompute none,
+/// selective, full; sequence parallelism off and on (off for tp = 1); the request's kept settings
+/// at the base's value. Each is loaded with the base's overrides plus its own (reasons the loader
+/// gives are counted by key), estimated, and kept when every pipeline rank's peak fits device
+/// memory / ranks_per_device. `progress(done, total)` is called as layouts are checked. Throws
+/// UserError when no split of the GPUs exists, when the global batch is not a multiple of any
+/// dp·mbs, or when no layout loads and fits (naming each reason with its count).
 LayoutSearch search_layouts(const PlanRequest& request,
                             const std::function<void(int, int)>& progress);
 

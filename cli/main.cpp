@@ -8,7 +8,7 @@
 #include "cli/runtime_handoff.hpp"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && dtwin::is_runtime_command(argv[1])) return dtwin::exec_runtime(argv);
+  if (dtwin::needs_runtime(argc, argv)) return dtwin::exec_runtime(argv);
   CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
   int exit_code = 0;
   dtwin::add_schedule_command(app, exit_code);

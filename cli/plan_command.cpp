@@ -11,6 +11,7 @@
 #include "cli/output_dir.hpp"
 #include "cli/plan_report.hpp"
 #include "cli/plan_simulation.hpp"
+#include "cli/plan_training.hpp"
 #include "models/file_writer.hpp"
 
 namespace dtwin {
@@ -23,6 +24,9 @@ struct PlanOptions {
   int global_batch = 0;  // 0: the scenario's
   int top = 20;
   std::vector<std::string> keep;
+  int run = 0;  // layouts to train (dtwin-runtime only)
+  int run_steps = 5;
+  std::string data_dir = "data";
 };
 
 // Whether two layouts differ at most in ZeRO stage and sequence parallelism.
@@ -42,10 +46,35 @@ auto progress_bar(const std::string& label) {
   };
 }
 
-int run_plan(const PlanOptions& options) {
+// Trains the `run` fastest simulated rows for real and records their measured tokens/s.
+void train_best(const PlanOptions& options, const PlanRequest& request,
+                const PlanTraining& training, const std::string& dir,
+                std::vector<PlanRow>& simulated) {
+  std::stable_sort(simulated.begin(), simulated.end(), [](const PlanRow& a, const PlanRow& b) {
+    return a.simulated->step_time_s < b.simulated->step_time_s;
+  });
+  const size_t n = std::min<size_t>(options.run, simulated.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::cout << "== training layout " << i + 1 << " of " << n << ": "
+              << describe_layout(simulated[i].candidate->scenario.layout) << std::endl;
+    simulated[i].measured_tokens_per_s = training.train(request, *simulated[i].candidate,
+                                                        dir + "/plan-runs/" + std::to_string(i + 1),
+                                                        options.data_dir, options.run_steps);
+  }
+}
+
+int run_plan(const PlanOptions& options, const PlanTraining* training) {
   const Scenario base = options.scenario.load();
   const LayoutSpec& l = base.layout;
-  PlanRequest request{options.scenario, options.gpus, options.global_batch, options.keep};
+  PlanRequest request{options.scenario, options.gpus, options.global_batch, options.keep, {}};
+  if (options.run > 0) {
+    if (!training) throw std::logic_error("plan --run: only dtwin-runtime can train");
+    request.check = training->check;  // only layouts `dtwin train` can execute
+  }
+  if (options.run < 0 || options.run_steps < 2)
+    throw UserError("--run " + std::to_string(options.run) + " --run-steps " +
+                    std::to_string(options.run_steps) +
+                    ": expected a count of layouts >= 0 and at least 2 steps");
   if (request.gpus == 0) request.gpus = base.world_size();
   if (request.global_batch == 0) request.global_batch = l.dp * l.microbatches * l.micro_batch_size;
   if (options.top < 1)
@@ -78,6 +107,13 @@ int run_plan(const PlanOptions& options) {
     rows[chosen[k]].simulated = summaries[k];
     if (summaries[k]) simulated.push_back(rows[chosen[k]]);
   }
+  if (options.run > 0) {
+    train_best(options, request, *training, dir, simulated);
+    for (const PlanRow& trained : simulated)  // plan.csv lists `rows`
+      for (PlanRow& row : rows)
+        if (row.candidate == trained.candidate)
+          row.measured_tokens_per_s = trained.measured_tokens_per_s;
+  }
   const std::string title = "plan: " + base.name + " on " + std::to_string(request.gpus) +
                             " GPUs, global batch " + std::to_string(request.global_batch);
   const std::string markdown = plan_markdown(title, search, simulated);
@@ -89,10 +125,11 @@ int run_plan(const PlanOptions& options) {
 
 }  // namespace
 
-void add_plan_command(CLI::App& app, int& exit_code) {
+void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* training) {
   auto [cmd, options] = add_guarded_command<PlanOptions>(
       app, exit_code, "plan",
-      "Search the layouts of the scenario's model, rank them, simulate the best", run_plan);
+      "Search the layouts of the scenario's model, rank them, simulate the best",
+      [training](const PlanOptions& options) { return run_plan(options, training); });
   add_output_option(*cmd, options->output);
   cmd->add_option("--gpus", options->gpus, "GPUs (ranks) to lay out (default: the scenario's)");
   cmd->add_option("--global-batch", options->global_batch,
@@ -101,6 +138,12 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--keep", options->keep,
                   "Hold a setting at the scenario's value: zero, recompute or sequence_parallel "
                   "(repeatable)");
+  cmd->add_option("--run", options->run,
+                  "Train the K fastest simulated layouts for real on this machine (only layouts "
+                  "dtwin train can execute are searched)");
+  cmd->add_option("--run-steps", options->run_steps, "Training steps per --run layout")
+      ->capture_default_str();
+  add_data_dir_option(*cmd, options->data_dir);
 }
 
 }  // namespace dtwin

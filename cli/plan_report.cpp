@@ -38,19 +38,27 @@ std::string plan_table(const std::vector<PlanRow>& simulated) {
   std::stable_sort(rows.begin(), rows.end(), [](const PlanRow& a, const PlanRow& b) {
     return a.simulated->step_time_s < b.simulated->step_time_s;
   });
-  std::string out =
-      "| # | layout | estimated step s | simulated step s | estimate error | tokens/s | MFU | "
-      "bubble | exposed comm s | peak GiB |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  const bool measured = std::ranges::any_of(
+      rows, [](const PlanRow& row) { return row.measured_tokens_per_s.has_value(); });
+  std::string out = fmt::format(
+      "| # | layout | estimated step s | simulated step s | estimate error | tokens/s | {}MFU | "
+      "bubble | exposed comm s | peak GiB |\n|---|---|---|---|---|---|---|---|---|---|{}\n",
+      measured ? "measured tokens/s | " : "", measured ? "---|" : "");
   int rank = 0;
   for (const PlanRow& row : rows) {
     const trace::StepSummary& s = *row.simulated;
     const double estimate = row.candidate->estimate.step_s;
+    std::string measured_cell;
+    if (measured)
+      measured_cell = row.measured_tokens_per_s
+                          ? fmt::format("{:.0f} | ", *row.measured_tokens_per_s)
+                          : std::string("– | ");
     out += fmt::format(
-        "| {} | {} | {:.3f} | {:.3f} | {:+.1f}% | {:.0f} | {:.1f}% | {:.1f}% | "
-        "{:.3f} | {:.1f} |\n",
+        "| {} | {} | {:.3f} | {:.3f} | {:+.1f}% | {:.0f} | {}{:.1f}% | {:.1f}% | {:.3f} | "
+        "{:.1f} |\n",
         ++rank, describe_layout(row.candidate->scenario.layout), estimate, s.step_time_s,
-        (estimate / s.step_time_s - 1) * 100, s.tokens_per_s, s.mfu * 100, s.bubble_fraction * 100,
-        mean_comm_s(s), peak_bytes(s) / kGiB);
+        (estimate / s.step_time_s - 1) * 100, s.tokens_per_s, measured_cell, s.mfu * 100,
+        s.bubble_fraction * 100, mean_comm_s(s), peak_bytes(s) / kGiB);
   }
   return out;
 }
@@ -77,7 +85,7 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
       "tp,pp,dp,micro_batch_size,microbatches,schedule,virtual_stages,zero,recompute,"
       "sequence_parallel,estimated_step_s,estimated_tokens_per_s,estimated_peak_gib,"
       "simulated_step_s,simulated_tokens_per_s,simulated_mfu,simulated_bubble,"
-      "simulated_exposed_comm_s,simulated_peak_gib\n";
+      "simulated_exposed_comm_s,simulated_peak_gib,measured_tokens_per_s\n";
   for (const PlanRow& row : rows) {
     const LayoutCandidate& c = *row.candidate;
     const LayoutSpec& l = c.scenario.layout;
@@ -88,11 +96,13 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
         kRecomputeNames.name(l.recompute), l.sequence_parallel ? 1 : 0, c.estimate.step_s,
         c.tokens_per_s, *std::max_element(peaks.begin(), peaks.end()) / kGiB);
     if (const auto& s = row.simulated)
-      out += fmt::format(",{:.6g},{:.6g},{:.4g},{:.4g},{:.6g},{:.4g}\n", s->step_time_s,
-                         s->tokens_per_s, s->mfu, s->bubble_fraction, mean_comm_s(*s),
-                         peak_bytes(*s) / kGiB);
+      out +=
+          fmt::format(",{:.6g},{:.6g},{:.4g},{:.4g},{:.6g},{:.4g}", s->step_time_s, s->tokens_per_s,
+                      s->mfu, s->bubble_fraction, mean_comm_s(*s), peak_bytes(*s) / kGiB);
     else
-      out += ",,,,,,\n";
+      out += ",,,,,,";
+    out += row.measured_tokens_per_s ? fmt::format(",{:.6g}\n", *row.measured_tokens_per_s)
+                                     : std::string(",\n");
   }
   return out;
 }

@@ -13,9 +13,15 @@
 
 namespace dtwin {
 
-bool is_runtime_command(std::string_view name) {
-  return std::ranges::any_of(kRuntimeCommands,
-                             [name](const CommandEntry& c) { return c.name == name; });
+bool needs_runtime(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string_view command = argv[1];
+  if (std::ranges::any_of(kRuntimeCommands,
+                          [command](const CommandEntry& c) { return c.name == command; }))
+    return true;
+  return command == "plan" && std::any_of(argv + 2, argv + argc, [](const char* arg) {
+           return std::string_view(arg) == "--run" || std::string_view(arg).starts_with("--run=");
+         });
 }
 
 int exec_runtime(char** argv) {

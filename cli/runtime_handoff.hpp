@@ -5,8 +5,9 @@
 
 namespace dtwin {
 
-/// True when `name` is one of kRuntimeCommands.
-bool is_runtime_command(std::string_view name);
+/// True when the command line is for dtwin-runtime: argv[1] one of kRuntimeCommands, or `plan`
+/// with --run (training the best layouts needs LibTorch).
+bool needs_runtime(int argc, char** argv);
 
 /// Replaces this process with dtwin-runtime, found beside this executable, given `argv` (argv[0]
 /// replaced by its path). Returns only on failure: prints "error: cannot start PATH: REASON" and

@@ -1,4 +1,5 @@
-// dtwin-runtime: the dtwin commands that train or measure with LibTorch (run, profile, train).
+// dtwin-runtime: the dtwin commands that train or measure with LibTorch (run, profile, train,
+// and plan --run).
 // `dtwin run|profile|train ...` execs it with the same arguments; the launcher starts each rank
 // as this executable.
 #include <CLI/CLI.hpp>
@@ -6,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/plan_training.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
@@ -13,5 +15,7 @@ int main(int argc, char** argv) {
   dtwin::add_run_command(app, exit_code);
   dtwin::add_profile_command(app, exit_code);
   dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
+  const dtwin::PlanTraining training = dtwin::runtime_plan_training();
+  dtwin::add_plan_command(app, exit_code, &training);
   return dtwin::parse_and_run(app, argc, argv, exit_code);
 }

@@ -333,7 +333,7 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
       end = std::min(line.find(',', start), line.size());
       fields.push_back(line.substr(start, end - start));
     }
-    REQUIRE(fields.size() == 19);
+    REQUIRE(fields.size() == 20);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
     last_estimate = estimate;

@@ -26,3 +26,29 @@ TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png") {
   CHECK(compare["step_time"]["predicted_s"].get<double>() > 0);
   CHECK(compare["step_time"]["measured_s"].get<double>() > 0);
 }
+
+TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can execute") {
+  const std::string dir = "plan-run-quickstart";
+  std::filesystem::remove_all(dir);
+  const auto result = dtwin::test::run_dtwin(
+      std::string("plan ") + DTWIN_SOURCE_DIR + "/scenarios/quickstart.yaml --gpus 4 --top 3" +
+      " --run 2 --run-steps 3 --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + dir);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("runtime: layout.tp"));  // dropped: not trainable
+  std::ifstream csv(dir + "/plan.csv");
+  std::string line;
+  std::getline(csv, line);
+  REQUIRE(line.ends_with(",measured_tokens_per_s"));
+  int measured = 0;
+  while (std::getline(csv, line)) {
+    CHECK(line.starts_with("1,"));  // tp 1: the runtime trains no tensor parallelism
+    const std::string last = line.substr(line.rfind(',') + 1);
+    if (!last.empty()) {
+      ++measured;
+      CHECK(std::stod(last) > 0);
+    }
+  }
+  CHECK(measured == 2);
+  CHECK(std::filesystem::exists(dir + "/plan-runs/1/measured.summary.json"));
+}

@@ -1,0 +1,38 @@
+#include "cli/plan_training.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "runtime/capabilities.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "runtime/launcher.hpp"
+#include "trace/timeline.hpp"
+
+namespace dtwin {
+
+PlanTraining runtime_plan_training() {
+  PlanTraining training;
+  training.check = [](const Scenario& scenario) { rt::check_runtime_supports(scenario); };
+  training.train = [](const PlanRequest& request, const LayoutCandidate& candidate,
+                      const std::string& dir, const std::string& data_dir, int steps) {
+    std::vector<std::string> args{"train", request.base.path};
+    std::vector<std::string> sets = request.base.overrides;
+    sets.insert(sets.end(), candidate.sets.begin(), candidate.sets.end());
+    sets.push_back("training.steps=" + std::to_string(steps));
+    sets.push_back("training.checkpoint_every=0");
+    for (const std::string& set : sets) args.insert(args.end(), {"--set", set});
+    args.insert(args.end(), {"-o", dir, "--data-dir", data_dir});
+    const Scenario& scenario = candidate.scenario;
+    rt::TokenDataset(data_dir, scenario.model.vocab_size, scenario.model.seq_len);  // once
+    if (rt::launch_local(args, scenario.world_size(), scenario.runtime.timeout_s) != 0)
+      throw std::runtime_error("plan --run: training " + dir + " failed; see the messages above");
+    std::ifstream in(dir + "/measured.summary.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return trace::from_summary_json(text.str()).tokens_per_s;
+  };
+  return training;
+}
+
+}  // namespace dtwin
