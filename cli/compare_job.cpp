@@ -1,9 +1,8 @@
 #include "cli/compare_job.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
+#include <optional>
 #include <stdexcept>
 
 #include "cli/output_dir.hpp"
@@ -15,14 +14,12 @@ namespace dtwin {
 namespace {
 
 std::string read_input(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
+  std::optional<std::string> text = read_file(path);
+  if (!text)
     throw UserError(path +
                     ": cannot open (run dtwin simulate and dtwin train "
                     "with -o to this folder first)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return std::move(*text);
 }
 
 // Reads and parses OUT/name; any failure becomes UserError("OUT/name: ...").

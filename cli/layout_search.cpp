@@ -16,6 +16,7 @@
 #include "models/config_error.hpp"
 #include "models/cost_model.hpp"
 #include "models/scenario_loader.hpp"
+#include "trace/step_figures.hpp"
 
 namespace dtwin {
 namespace {
@@ -169,10 +170,10 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
                         peak / (1 << 30), memory / (1 << 30))};
   c.sets = base_sets;
   c.sets.insert(c.sets.end(), layout.begin(), layout.end());
-  c.tokens_per_s = request.global_batch * cost.tokens_per_microbatch() /
-                   c.scenario.layout.micro_batch_size / c.estimate.step_s;
-  c.mfu = cost.model_flops_per_token() * c.tokens_per_s /
-          (cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node);
+  trace::StepSummary figures;
+  figures.step_time_s = c.estimate.step_s;
+  trace::fill_step_figures(figures, c.scenario, cost);
+  c.tokens_per_s = figures.tokens_per_s;
   return {std::move(c), "", ""};
 }
 

@@ -31,7 +31,6 @@ struct LayoutCandidate {
   Scenario scenario;
   StepEstimate estimate;
   double tokens_per_s = 0;  ///< global batch · seq_len / estimate.step_s
-  double mfu = 0;           ///< model FLOPs per token · tokens_per_s / (peak · GPUs)
 };
 
 struct LayoutSearch {

@@ -46,20 +46,37 @@ auto progress_bar(const std::string& label) {
   };
 }
 
+// The rows to simulate: the best `top` by the estimate, each a different layout. One that
+// differs from a chosen one only in ZeRO or sequence parallelism and has the same estimate (the
+// memory saving costs no time) is listed in plan.csv but not simulated again.
+std::vector<size_t> choose_distinct(const std::vector<PlanRow>& rows, int top) {
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < rows.size() && chosen.size() < size_t(top); ++i) {
+    const LayoutCandidate& c = *rows[i].candidate;
+    const bool repeat = std::ranges::any_of(chosen, [&](size_t j) {
+      return same_shape(rows[j].candidate->scenario.layout, c.scenario.layout) &&
+             rows[j].candidate->estimate.step_s == c.estimate.step_s;
+    });
+    if (!repeat) chosen.push_back(i);
+  }
+  return chosen;
+}
+
 // Trains the `run` fastest simulated rows for real and records their measured tokens/s.
 void train_best(const PlanOptions& options, const PlanRequest& request,
-                const PlanTraining& training, const std::string& dir,
-                std::vector<PlanRow>& simulated) {
-  std::stable_sort(simulated.begin(), simulated.end(), [](const PlanRow& a, const PlanRow& b) {
-    return a.simulated->step_time_s < b.simulated->step_time_s;
-  });
-  const size_t n = std::min<size_t>(options.run, simulated.size());
-  for (size_t i = 0; i < n; ++i) {
-    std::cout << "== training layout " << i + 1 << " of " << n << ": "
-              << describe_layout(simulated[i].candidate->scenario.layout) << std::endl;
-    simulated[i].measured_tokens_per_s = training.train(request, *simulated[i].candidate,
-                                                        dir + "/plan-runs/" + std::to_string(i + 1),
-                                                        options.data_dir, options.run_steps);
+                const PlanTraining& training, const std::string& dir, std::vector<PlanRow>& rows) {
+  std::vector<PlanRow*> fastest;
+  for (PlanRow& row : rows)
+    if (row.simulated) fastest.push_back(&row);
+  std::ranges::stable_sort(fastest, {},
+                           [](const PlanRow* row) { return row->simulated->step_time_s; });
+  fastest.resize(std::min<size_t>(options.run, fastest.size()));
+  for (size_t i = 0; i < fastest.size(); ++i) {
+    std::cout << "== training layout " << i + 1 << " of " << fastest.size() << ": "
+              << describe_layout(fastest[i]->candidate->scenario.layout) << std::endl;
+    fastest[i]->measured_tokens_per_s =
+        training.train(request, *fastest[i]->candidate, dir + "/plan-runs/" + std::to_string(i + 1),
+                       options.data_dir, options.run_steps);
   }
 }
 
@@ -83,37 +100,18 @@ int run_plan(const PlanOptions& options, const PlanTraining* training) {
   const LayoutSearch search = search_layouts(request, progress_bar("checking layouts"));
   std::vector<PlanRow> rows;
   for (const LayoutCandidate& c : search.fitting) rows.push_back({&c, std::nullopt});
-  // The best K by the estimate, each a different layout: one that differs from a chosen one
-  // only in ZeRO or sequence parallelism and has the same estimate (the memory saving costs no
-  // time) is listed in plan.csv but not simulated again.
+  const std::vector<size_t> chosen = choose_distinct(rows, options.top);
   std::vector<const LayoutCandidate*> best;
-  std::vector<size_t> chosen;
-  for (size_t i = 0; i < rows.size() && best.size() < size_t(options.top); ++i) {
-    const LayoutCandidate& c = *rows[i].candidate;
-    const bool repeat = std::ranges::any_of(chosen, [&](size_t j) {
-      return same_shape(rows[j].candidate->scenario.layout, c.scenario.layout) &&
-             rows[j].candidate->estimate.step_s == c.estimate.step_s;
-    });
-    if (repeat) continue;
-    chosen.push_back(i);
-    best.push_back(&c);
-  }
+  for (size_t i : chosen) best.push_back(rows[i].candidate);
 
   const std::string dir = prepare_output_dir(options.output, base);
   const auto summaries =
       simulate_candidates(best, dir + "/plan-simulations", progress_bar("simulating"));
+  for (size_t k = 0; k < chosen.size(); ++k) rows[chosen[k]].simulated = summaries[k];
+  if (options.run > 0) train_best(options, request, *training, dir, rows);
   std::vector<PlanRow> simulated;
-  for (size_t k = 0; k < chosen.size(); ++k) {
-    rows[chosen[k]].simulated = summaries[k];
-    if (summaries[k]) simulated.push_back(rows[chosen[k]]);
-  }
-  if (options.run > 0) {
-    train_best(options, request, *training, dir, simulated);
-    for (const PlanRow& trained : simulated)  // plan.csv lists `rows`
-      for (PlanRow& row : rows)
-        if (row.candidate == trained.candidate)
-          row.measured_tokens_per_s = trained.measured_tokens_per_s;
-  }
+  for (const PlanRow& row : rows)
+    if (row.simulated) simulated.push_back(row);
   const std::string title = "plan: " + base.name + " on " + std::to_string(request.gpus) +
                             " GPUs, global batch " + std::to_string(request.global_batch);
   const std::string markdown = plan_markdown(title, search, simulated);

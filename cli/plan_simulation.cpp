@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "cli/scenario_schedule.hpp"
@@ -40,11 +38,9 @@ std::string summary_path(const std::string& dir, size_t index) {
 }
 
 std::optional<trace::StepSummary> read_summary(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return trace::from_summary_json(text.str());
+  const std::optional<std::string> text = read_file(path);
+  if (!text) return std::nullopt;
+  return trace::from_summary_json(*text);
 }
 
 }  // namespace

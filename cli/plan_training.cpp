@@ -1,9 +1,8 @@
 #include "cli/plan_training.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "models/file_writer.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
@@ -27,10 +26,9 @@ PlanTraining runtime_plan_training() {
     rt::TokenDataset(data_dir, scenario.model.vocab_size, scenario.model.seq_len);  // once
     if (rt::launch_local(args, scenario.world_size(), scenario.runtime.timeout_s) != 0)
       throw std::runtime_error("plan --run: training " + dir + " failed; see the messages above");
-    std::ifstream in(dir + "/measured.summary.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    return trace::from_summary_json(text.str()).tokens_per_s;
+    const std::optional<std::string> summary = read_file(dir + "/measured.summary.json");
+    if (!summary) throw std::runtime_error("plan --run: " + dir + " has no measured summary");
+    return trace::from_summary_json(*summary).tokens_per_s;
   };
   return training;
 }

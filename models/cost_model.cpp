@@ -93,13 +93,13 @@ double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
   return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
 }
 
-/// Seconds of the attention cores of one layer's forward, the part selective recomputation
-/// repeats.
-double attention_core_seconds(const DeviceDescription& device, const Scenario& scenario) {
+/// Seconds of the operators of `kind` in one layer's `pass` on one GPU.
+double layer_kind_seconds(const DeviceDescription& device, const Scenario& scenario, Pass pass,
+                          OpKind kind) {
   double seconds = 0;
   const Precision precision = scenario.training.precision;
-  for (const Op& op : layer_ops(scenario.model, scenario.layout, precision, Pass::Forward))
-    if (op.kind == OpKind::Attention) seconds += op_seconds(device, op, precision);
+  for (const Op& op : layer_ops(scenario.model, scenario.layout, precision, pass))
+    if (op.kind == kind) seconds += op_seconds(device, op, precision);
   return seconds;
 }
 
@@ -112,12 +112,8 @@ PassSeconds overlappable_gemm_seconds(const Scenario& scenario, double matmul_fl
   const DeviceSpec& device = scenario.cluster.device;
   PassSeconds gemm;
   if (device.description) {
-    const Precision precision = scenario.training.precision;
     const auto sum = [&](Pass pass) {
-      double seconds = 0;
-      for (const Op& op : layer_ops(scenario.model, l, precision, pass))
-        if (op.kind == OpKind::Gemm) seconds += op_seconds(*device.description, op, precision);
-      return seconds;
+      return layer_kind_seconds(*device.description, scenario, pass, OpKind::Gemm);
     };
     gemm = {sum(Pass::Forward), sum(Pass::InputBackward), sum(Pass::WeightBackward)};
   } else {
@@ -150,7 +146,7 @@ PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario
   PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision);
   if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
   if (l.recompute == Recompute::Selective)
-    layer.input_backward += attention_core_seconds(device, scenario);
+    layer.input_backward += layer_kind_seconds(device, scenario, Pass::Forward, OpKind::Attention);
   return layer;
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,14 @@ void write_file(const fs::path& path, std::string_view bytes) {
     throw std::runtime_error(path.string() + ": cannot write: " + std::strerror(error));
   }
   commit_file(temp, path);
+}
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
 }
 
 }  // namespace dtwin

@@ -1,8 +1,11 @@
 // Writing a file whole: through a temporary file next to it and a rename(2), so that no reader,
-// and no crash, ever sees half a file. Every file dtwin writes in one piece goes through here.
+// and no crash, ever sees half a file. Every file dtwin writes in one piece goes through here,
+// and the files it reads back whole (traces, summaries) come through read_file.
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace dtwin {
@@ -11,5 +14,8 @@ namespace dtwin {
 /// rename. Throws std::runtime_error "PATH: cannot write: REASON" when the folder is missing or
 /// not writable, or the disk is full; the temporary file is removed then.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
+
+/// The bytes of the file at `path`; nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::filesystem::path& path);
 
 }  // namespace dtwin

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/parallel_memory.hpp"
+#include "models/rank_sharing.hpp"
 #include "models/schedule_memory.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
@@ -13,21 +14,19 @@ namespace {
 using sched::ScheduleKind;
 
 // Seconds of `flops` (per GPU) on a schedule rank, as the simulator's platform runs them: the
-// rank carries the work of the min(tp, ranks_per_device) group members sharing its device, on
-// max(1, cores · members / ranks_per_device) cores of peak · efficiency / cores each.
+// rank carries the work of the group members sharing its device, on threads_per_rank cores of
+// peak · efficiency / cores each.
 double flop_seconds(const Scenario& scenario, double flops) {
-  const ClusterSpec& c = scenario.cluster;
-  const int members = std::min(scenario.layout.tp, c.ranks_per_device);
-  const int threads = std::max(1, c.device.cores * members / c.ranks_per_device);
-  return flops * members * c.device.cores / (threads * c.device.peak_flops * c.device.efficiency);
+  const DeviceSpec& d = scenario.cluster.device;
+  return flops * members_per_device(scenario) * d.cores /
+         (threads_per_rank(scenario) * d.peak_flops * d.efficiency);
 }
 
 // How many times over the device's cores its ranks' threads oversubscribe them (at least 1).
 double oversubscription(const Scenario& scenario) {
   const ClusterSpec& c = scenario.cluster;
-  const int members = std::min(scenario.layout.tp, c.ranks_per_device);
-  const int threads = std::max(1, c.device.cores * members / c.ranks_per_device);
-  return std::max(1.0, double(c.ranks_per_device) / members * threads / c.device.cores);
+  return std::max(1.0, double(c.ranks_per_device) / members_per_device(scenario) *
+                           threads_per_rank(scenario) / c.device.cores);
 }
 
 // Seconds of one microbatch's F and B (I + W) of stage `s`, their collectives included, and of

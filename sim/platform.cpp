@@ -6,6 +6,8 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <string>
 
+#include "models/rank_sharing.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace dtwin::sim {
@@ -102,11 +104,8 @@ Platform build_platform(const Scenario& scenario) {
     build_star(scenario, platform);
   const ClusterSpec& cluster = scenario.cluster;
   const int tp = scenario.layout.tp;
-  // The members of a tensor-parallel group that share the actor's device: all tp of them when
-  // ranks_per_device >= tp, else one (the others sit on devices of their own).
-  platform.members_per_host = std::min(tp, cluster.ranks_per_device);
-  platform.threads_per_rank =
-      std::max(1, cluster.device.cores * platform.members_per_host / cluster.ranks_per_device);
+  platform.members_per_host = members_per_device(scenario);
+  platform.threads_per_rank = threads_per_rank(scenario);
   for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
     platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
   return platform;

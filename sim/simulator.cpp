@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "schedules/transfer.hpp"
 #include "models/schedule_memory.hpp"
+#include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 
 namespace sg4 = simgrid::s4u;

@@ -87,8 +87,7 @@ TEST_CASE("activation memory follows the schedule: GPipe holds m microbatches, 1
     const CostModel cost(scenario);
     const sched::Schedule schedule = build_schedule(scenario);
     for (int rank = 0; rank < pp; ++rank) {
-      const double held =
-          peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank);
+      const double held = peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank);
       const double expected = std::string(name) == "gpipe" ? m : pp - rank;
       CAPTURE(name, rank);
       CHECK(held / cost.stage(rank).activation_bytes == Approx(expected));
