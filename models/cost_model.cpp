@@ -170,13 +170,14 @@ KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenar
 }
 
 /// Host transfers of layout.offload (see the class comment); the GPU no longer runs the optimizer.
-void add_offload_transfers(const Scenario& scenario, double bpe, StageCost& c) {
+void add_offload_transfers(const Scenario& scenario, double bpe, double grad_bpe, StageCost& c) {
   const LayoutSpec& l = scenario.layout;
   if (l.offload == Offload::None) return;
   const LinkSpec& host = scenario.cluster.device.host_link;
   const double shard = optimizer_shard(l, c.params);
   const auto transfer = [&host](double bytes) { return host.latency + bytes / host.bandwidth; };
-  c.host_optimizer_s = 2 * transfer(shard * bpe);  // gradients down, updated weights up
+  // gradients down, updated weights up
+  c.host_optimizer_s = transfer(shard * grad_bpe) + transfer(shard * bpe);
   c.optimizer_flops = 0;
   if (c.kernel) c.kernel->optimizer = 0;
   if (l.offload == Offload::OptimizerParams) c.host_pass_s = transfer(c.params / l.tp * bpe);
@@ -187,7 +188,8 @@ void add_offload_transfers(const Scenario& scenario, double bpe, StageCost& c) {
 CostModel::CostModel(const Scenario& scenario)
     : model_(scenario.model),
       layout_(scenario.layout),
-      bytes_per_element_(bytes_per_element_of(scenario.training.precision)) {
+      bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
+      grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
   const Shape shape = shape_of(model_);
   const std::vector<int> layers = split_layers(model_, scenario.layout);
   const double T = tokens_per_microbatch();
@@ -265,7 +267,7 @@ CostModel::CostModel(const Scenario& scenario)
     }
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
     if (device) c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c);
-    add_offload_transfers(scenario, bpe, c);
+    add_offload_transfers(scenario, bpe, grad_bytes_per_element_, c);
     stages_.push_back(c);
   }
 }
@@ -283,6 +285,10 @@ double CostModel::boundary_bytes() const {
 }
 
 double CostModel::gradient_bytes(int s) const {
+  return stage(s).params * grad_bytes_per_element_;
+}
+
+double CostModel::weight_bytes(int s) const {
   return stage(s).params * bytes_per_element_;
 }
 
@@ -292,7 +298,7 @@ double CostModel::parameter_bytes(int s) const {
 
 double CostModel::static_memory_bytes(int s) const {
   return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
-                           bytes_per_element_);
+                           bytes_per_element_, grad_bytes_per_element_);
 }
 
 double CostModel::gathered_weight_bytes(int s) const {

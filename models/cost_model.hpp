@@ -112,9 +112,9 @@ struct StageCost {
 ///
 /// Offload (layout.offload, over cluster.device.host_link; ZeRO-Offload, Ren et al. 2021): the
 /// optimizer step leaves the GPU (its FLOPs and seconds become 0) and OPTIM moves the GPU's
-/// gradient shard to the host and the updated weights back, 2 · (α + shard · bytes_per_element /
-/// β); with optimizer+params (ZeRO-Infinity) each F and I (or B) also streams the stage's
-/// params / tp weights in. The host CPU's Adam step itself is not timed.
+/// gradient shard to the host and the updated weights back, 2α + shard · (grad_bytes_per_element
+/// + bytes_per_element) / β; with optimizer+params (ZeRO-Infinity) each F and I (or B) also streams
+/// the stage's params / tp weights in. The host CPU's Adam step itself is not timed.
 ///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the
@@ -137,19 +137,22 @@ class CostModel {
   /// Bytes of the activation one stage sends the next per microbatch, b·s·d·bytes_per_element();
   /// its gradient, sent back, has the same size.
   double boundary_bytes() const;
-  /// Bytes stage `s` all-reduces over its data-parallel group per step: its gradients, params ·
-  /// bytes_per_element() (fp32 gradients are 4 bytes, bf16 gradients 2).
+  /// Bytes stage `s` reduces over its data-parallel group per step: its gradients, params ·
+  /// grad_bytes_per_element() (training.grad_precision).
   double gradient_bytes(int s) const;
+  /// Bytes of stage `s`'s training-precision weights, params · bytes_per_element(): what a ZeRO
+  /// parameter all-gather (UNSHARD) moves.
+  double weight_bytes(int s) const;
   /// Bytes of stage `s`'s parameters that weight averaging (layout.dp_sync: weight-average) moves:
   /// params · 4 in both precisions. With bf16 the averaged weights are the fp32 master copy (the
   /// bf16 weights are re-cast from it after the step), so 4 bytes per parameter, not 2.
   double parameter_bytes(int s) const;
   /// Bytes per GPU that stay resident on stage `s` whatever the schedule: weights, gradients and
-  /// AdamW state of its params / tp parameters, 16 bytes per parameter in both precisions before
-  /// ZeRO sharding: fp32 = 4 (weights) + 4 (gradients) + 8 (Adam m and v); bf16 = 2 (bf16
-  /// weights) + 2 (bf16 gradients) + 4 (fp32 master weights) + 8 (fp32 Adam m and v)
-  /// (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1), sharded over dp by
-  /// layout.zero and moved to the host by layout.offload (model_state_bytes).
+  /// AdamW state of its params / tp parameters (model_state_bytes at the training and gradient
+  /// precisions): fp32 = 4 + 4 + 8 (Adam m and v) = 16 bytes per parameter; bf16 with fp32
+  /// gradients (the default) = 2 + 4 + 12 (fp32 master weights, m and v) = 18, Megatron-LM's
+  /// figure; bf16 with bf16 gradients = 16, ZeRO's (Rajbhandari et al. 2020, §3.1). Sharded over
+  /// dp by layout.zero and moved to the host by layout.offload.
   double static_memory_bytes(int s) const;
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
@@ -176,13 +179,16 @@ class CostModel {
   double model_flops_per_token() const;
   /// b · s.
   double tokens_per_microbatch() const;
-  /// Bytes of an activation or gradient element at the training precision: 4 (fp32), 2 (bf16).
+  /// Bytes of a weight or activation element at the training precision: 4 (fp32), 2 (bf16).
   double bytes_per_element() const { return bytes_per_element_; }
+  /// Bytes of a gradient element at training.grad_precision: 4 (fp32), 2 (bf16).
+  double grad_bytes_per_element() const { return grad_bytes_per_element_; }
 
  private:
   ModelSpec model_;
   LayoutSpec layout_;
   double bytes_per_element_ = 4;
+  double grad_bytes_per_element_ = 4;
   std::vector<StageCost> stages_;
 };
 

@@ -6,7 +6,8 @@
 namespace dtwin {
 namespace {
 
-/// Model-state bytes per parameter before sharding, in both precisions (ZeRO §3.1).
+/// Model-state bytes per parameter before sharding when weights and gradients have one width, in
+/// both precisions (ZeRO §3.1); the optimizer holds what the weights and gradients leave of it.
 constexpr double kStateBytesPerParam = 16;
 
 void check_zero(int zero) {
@@ -16,13 +17,15 @@ void check_zero(int zero) {
 
 }  // namespace
 
-double model_state_bytes(double params, int zero, int dp, Offload offload,
-                         double bytes_per_element) {
+double model_state_bytes(double params, int zero, int dp, Offload offload, double bytes_per_element,
+                         double grad_bytes_per_element) {
   check_zero(zero);
   if (dp < 1) throw std::invalid_argument("model_state_bytes: dp < 1");
+  if (grad_bytes_per_element < bytes_per_element)
+    throw std::invalid_argument("model_state_bytes: gradients narrower than the weights");
   const double n = dp;
   const double weights = params * bytes_per_element / (zero >= 3 ? n : 1);
-  const double gradients = params * bytes_per_element / (zero >= 2 ? n : 1);
+  const double gradients = params * grad_bytes_per_element / (zero >= 2 ? n : 1);
   const double optimizer =
       params * (kStateBytesPerParam - 2 * bytes_per_element) / (zero >= 1 ? n : 1);
   switch (offload) {

@@ -10,16 +10,20 @@
 namespace dtwin {
 
 /// Bytes of model states per GPU for `params` parameters held by one data-parallel group of `dp`
-/// GPUs under ZeRO stage `zero` (0..3). With 16-bit training (bytes_per_element 2) this is
-/// mixed-precision Adam with K = 12 bytes of optimizer state per parameter (ZeRO §5, Figure 1):
-/// stage 0: 16Ψ; stage 1: 4Ψ + 12Ψ/N; stage 2: 2Ψ + 14Ψ/N; stage 3: 16Ψ/N. With fp32 training
-/// (4) weights and gradients take 4 bytes each and Adam's m and v 8: 16Ψ again before sharding.
-/// `offload` moves the optimizer state (and with optimizer+params also the weights and
-/// gradients, which ZeRO-Infinity streams in per layer) to host memory (ZeRO-Offload, Ren et al.
-/// 2021; ZeRO-Infinity, Rajbhandari et al. 2021): those bytes leave the GPU.
-/// Throws std::invalid_argument for zero outside 0..3 or dp < 1.
+/// GPUs under ZeRO stage `zero` (0..3): weights at bytes_per_element, gradients at
+/// grad_bytes_per_element and the optimizer's 16 − 2·bytes_per_element bytes (Adam's fp32 m and
+/// v, and with 16-bit weights their fp32 master copy). With 16-bit weights and gradients this is
+/// ZeRO's mixed-precision Adam, K = 12 (Rajbhandari et al. 2020, §5, Figure 1): stage 0: 16Ψ;
+/// stage 1: 4Ψ + 12Ψ/N; stage 2: 2Ψ + 14Ψ/N; stage 3: 16Ψ/N. With bf16 weights and fp32
+/// gradients it is Megatron-LM's 18Ψ, or 6Ψ + 12Ψ/N with its distributed optimizer (stage 1)
+/// (Megatron Core developer guide, "Distributed Optimizer", bytes per parameter); fp32 training
+/// is 16Ψ, 8Ψ + 8Ψ/N. `offload` moves the optimizer state (and with optimizer+params also the
+/// weights and gradients, which ZeRO-Infinity streams in per layer) to host memory (ZeRO-Offload,
+/// Ren et al. 2021; ZeRO-Infinity, Rajbhandari et al. 2021): those bytes leave the GPU.
+/// Throws std::invalid_argument for zero outside 0..3, dp < 1, or gradients narrower than the
+/// weights.
 double model_state_bytes(double params, int zero, int dp, Offload offload = Offload::None,
-                         double bytes_per_element = 2);
+                         double bytes_per_element = 2, double grad_bytes_per_element = 2);
 
 /// Elements each GPU moves per step for data-parallel synchronisation of `params` parameters, in
 /// units of Ψ = params (ZeRO §7.2): 2Ψ for an all-reduce (stage 0) and for stages 1 and 2 (a

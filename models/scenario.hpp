@@ -63,6 +63,12 @@ struct TrainingSpec {
   std::string optimizer = "adamw";
   std::uint64_t seed = 0;
   Precision precision = Precision::Fp32;
+  /// Element type of the gradient buffers and of their data-parallel reduction. fp32 by default:
+  /// Megatron-LM forces fp32 gradient accumulation and all-reduce under bf16
+  /// (--accumulate-allreduce-grads-in-fp32) and NeMo's distributed Adam reduces in fp32 unless
+  /// grad_sync_dtype says otherwise; bf16 stands for 16-bit gradients (Megatron's fp16 path,
+  /// DeepSpeed, NeMo's grad_sync_dtype: bf16).
+  Precision grad_precision = Precision::Fp32;
   int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
 };
 

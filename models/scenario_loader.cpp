@@ -198,8 +198,8 @@ Section read_layout(const Origin& origin, const Section& root, const Section& mo
 }
 
 void read_training(const Section& root, TrainingSpec& t) {
-  const auto s = root.optional_section(
-      "training", {"steps", "lr", "optimizer", "seed", "precision", "checkpoint_every"});
+  const auto s = root.optional_section("training", {"steps", "lr", "optimizer", "seed", "precision",
+                                                    "grad_precision", "checkpoint_every"});
   if (!s) return;
   s->integer("steps", 1, t.steps);
   s->quantity("lr", Quantity::Count, true, t.lr);
@@ -209,6 +209,11 @@ void read_training(const Section& root, TrainingSpec& t) {
         detail::to_integer(root.origin(), *seed, 0, LLONG_MAX, "a non-negative integer"));
   }
   s->choice("precision", kPrecisionNames, t.precision);
+  s->choice("grad_precision", kPrecisionNames, t.grad_precision);
+  if (t.precision == Precision::Fp32 && t.grad_precision != Precision::Fp32)
+    expected(root.origin(), s->get("grad_precision"),
+             "fp32 when training.precision is fp32 (gradients are never narrower than the "
+             "weights)");
   s->integer("checkpoint_every", 0, t.checkpoint_every);
 }
 

@@ -58,16 +58,21 @@ const LinkSpec& dp_link(const Scenario& scenario) {
   return l.tp * l.dp <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
 }
 
-// Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`.
-double dp_seconds(const Scenario& scenario, double gradient_bytes, double bucket_bytes) {
+// Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`: an
+// all-reduce (two ring halves) or, under ZeRO, a reduce-scatter of the gradients and an
+// all-gather of the weights, which are bytes_per_element / grad_bytes_per_element as large.
+double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
+                  double bucket_bytes) {
   const LayoutSpec& l = scenario.layout;
   if (l.dp == 1) return 0;
   const LinkSpec& link = dp_link(scenario);
   const double zero3 = l.zero == 3 ? 1.5 : 1;  // ZeRO-3 also gathers the weights for B
+  const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
   const double exposed = l.overlap_grad_reduce && bucket_bytes > 0
                              ? std::min(gradient_bytes, bucket_bytes)
                              : gradient_bytes;
-  return zero3 * 2 * ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency);
+  return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
+                  ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
 }
 
 }  // namespace
@@ -118,10 +123,10 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
       l.pp > 1 ? 2 * (cost.num_stages() - 1) * (p2p.latency + cost.boundary_bytes() / p2p.bandwidth)
                : 0;
   const double bucket_bytes =
-      l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.bytes_per_element();
+      l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.grad_bytes_per_element();
   double tail = 0;  // the slowest rank's gradient sync and optimizer step
   for (int r = 0; r < l.pp; ++r)
-    tail = std::max(tail, dp_seconds(scenario, gradients[r], bucket_bytes) + optimizer[r]);
+    tail = std::max(tail, dp_seconds(scenario, cost, gradients[r], bucket_bytes) + optimizer[r]);
   e.optimizer_s = *std::max_element(optimizer.begin(), optimizer.end());
   e.exposed_comm_s = p2p_s + tail - e.optimizer_s;
   e.step_s = e.pipeline_s + p2p_s + tail;

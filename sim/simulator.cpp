@@ -132,8 +132,8 @@ void run_collective(const World& world, const sim::Group& group, ActionKind kind
 }
 
 // The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) with a tag unique to
-// this instance, and the bytes it moves: gradients, the 16-bit weights (the gradients' size) or,
-// for weight averaging, the fp32 weights.
+// this instance, and the bytes it moves: gradients (at training.grad_precision), the weights
+// gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32 weights.
 std::pair<sim::Group, double> collective_of(World& world, int rank, const Action& a) {
   sim::Group group = dp_group(world, rank, a.stage);
   if (a.kind == ActionKind::UNSHARD)
@@ -141,10 +141,11 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
         "ag:" + std::to_string(a.stage) + ":" + std::to_string(world.unshards[{rank, a.stage}]++);
   else if (a.kind == ActionKind::REDUCE_GRAD)
     group.tag = "rs:" + std::to_string(a.stage);
-  const bool weights = a.kind == ActionKind::ALLREDUCE &&
-                       world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
+  if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
+  const bool averaged = a.kind == ActionKind::ALLREDUCE &&
+                        world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
   return {group,
-          weights ? world.cost.parameter_bytes(a.stage) : world.cost.gradient_bytes(a.stage)};
+          averaged ? world.cost.parameter_bytes(a.stage) : world.cost.gradient_bytes(a.stage)};
 }
 
 // Runs a data-parallel collective of the stage and returns its exposed seconds: from the last
@@ -184,8 +185,9 @@ struct InFlight {
 int bucket_count(const World& world, int stage) {
   const LayoutSpec& l = world.scenario.layout;
   const double per_gpu = world.cost.stage(stage).params / l.tp;
-  const double bucket_params = l.bucket_size > 0 ? l.bucket_size / world.cost.bytes_per_element()
-                                                 : std::max(4e7, 1e6 * l.dp);
+  const double bucket_params = l.bucket_size > 0
+                                   ? l.bucket_size / world.cost.grad_bytes_per_element()
+                                   : std::max(4e7, 1e6 * l.dp);
   return std::max(1, static_cast<int>(std::ceil(per_gpu / bucket_params)));
 }
 

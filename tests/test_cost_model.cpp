@@ -226,15 +226,24 @@ TEST_CASE("activation memory follows Korthikanti et al. eq. 1", "[cost]") {
   }
 }
 
-TEST_CASE("static memory is 16 bytes per parameter in both precisions", "[cost]") {
-  for (const std::string precision : {"fp32", "bf16"}) {
-    INFO(precision);
-    const CostModel m(quickstart({"training.precision=" + precision}));
-    const double grad = precision == "fp32" ? 4 : 2;
-    CHECK(m.bytes_per_element() == grad);
+TEST_CASE("static memory and reduced bytes follow the weight and gradient precisions", "[cost]") {
+  struct Case {
+    std::vector<std::string> sets;
+    double weight, grad, state;  // bytes per parameter
+  };
+  // fp32: 4 + 4 + 8; bf16 with fp32 gradients (the default): 2 + 4 + 12 = 18 (Megatron-LM);
+  // bf16 with bf16 gradients: 2 + 2 + 12 = 16 (ZeRO).
+  for (const Case& c :
+       {Case{{"training.precision=fp32"}, 4, 4, 16}, Case{{"training.precision=bf16"}, 2, 4, 18},
+        Case{{"training.precision=bf16", "training.grad_precision=bf16"}, 2, 2, 16}}) {
+    INFO(c.sets.back());
+    const CostModel m(quickstart(c.sets));
+    CHECK(m.bytes_per_element() == c.weight);
+    CHECK(m.grad_bytes_per_element() == c.grad);
     for (int s = 0; s < m.num_stages(); ++s) {
-      CHECK(m.static_memory_bytes(s) == 16 * m.stage(s).params);
-      CHECK(m.gradient_bytes(s) == grad * m.stage(s).params);
+      CHECK(m.static_memory_bytes(s) == Approx(c.state * m.stage(s).params));
+      CHECK(m.gradient_bytes(s) == c.grad * m.stage(s).params);
+      CHECK(m.weight_bytes(s) == c.weight * m.stage(s).params);
       CHECK(m.parameter_bytes(s) == 4 * m.stage(s).params);  // fp32 master weights
     }
   }

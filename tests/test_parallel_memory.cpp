@@ -30,6 +30,22 @@ TEST_CASE("ZeRO model states per GPU match the paper's 7.5B example on 64 GPUs")
   CHECK_THROWS_AS(dtwin::model_state_bytes(1e9, 4, 8), std::invalid_argument);
 }
 
+TEST_CASE("model states match Megatron-LM's bytes per parameter for each weight/gradient type") {
+  // Megatron Core developer guide, "Distributed Optimizer": bf16 parameters with fp32 gradients
+  // take 18 bytes, 6 + 12/d with the distributed optimizer; fp32 parameters and gradients 16 and
+  // 8 + 8/d.
+  using dtwin::Offload;
+  CHECK(dtwin::model_state_bytes(1e9, 0, 8, Offload::None, 2, 4) == Approx(18e9));
+  CHECK(dtwin::model_state_bytes(1e9, 1, 8, Offload::None, 2, 4) == Approx(6e9 + 12e9 / 8));
+  CHECK(dtwin::model_state_bytes(1e9, 0, 8, Offload::None, 4, 4) == Approx(16e9));
+  CHECK(dtwin::model_state_bytes(1e9, 1, 8, Offload::None, 4, 4) == Approx(8e9 + 8e9 / 8));
+  // ZeRO-2 also shards the fp32 gradients; ZeRO-3 everything.
+  CHECK(dtwin::model_state_bytes(1e9, 2, 8, Offload::None, 2, 4) == Approx(2e9 + 16e9 / 8));
+  CHECK(dtwin::model_state_bytes(1e9, 3, 8, Offload::None, 2, 4) == Approx(18e9 / 8));
+  // Gradients narrower than the weights are not a training setup.
+  CHECK_THROWS_AS(dtwin::model_state_bytes(1e9, 0, 8, Offload::None, 4, 2), std::invalid_argument);
+}
+
 TEST_CASE("ZeRO's data-parallel traffic: 2Ψ for stages 0 to 2, 3Ψ for stage 3") {
   CHECK(dtwin::dp_traffic_elements(1e9, 0) == Approx(2e9));
   CHECK(dtwin::dp_traffic_elements(1e9, 1) == Approx(2e9));
