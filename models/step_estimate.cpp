@@ -94,14 +94,20 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   const double m = l.microbatches;
   StepEstimate e;
   e.peak_bytes.assign(l.pp, 0);
-  std::vector<double> work(l.pp, 0), optimizer(l.pp, 0), gradients(l.pp, 0);
+  const double bucket_bytes =
+      l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.grad_bytes_per_element();
+  // Each stage (model chunk) synchronizes its own gradients, as Megatron-LM's per-chunk gradient
+  // buffers do: without overlap a rank's v collectives add up, each paying the ring's latencies;
+  // with overlap_grad_reduce only a bucket of its last one is exposed.
+  std::vector<double> work(l.pp, 0), optimizer(l.pp, 0), sync(l.pp, 0);
   for (int s = 0; s < cost.num_stages(); ++s) {
     const int r = s % l.pp;
     const StageCost& c = cost.stage(s);
     const StageSeconds t = stage_seconds(scenario, c);
     work[r] += t.forward + t.backward;
     optimizer[r] += t.optimizer;
-    gradients[r] += cost.gradient_bytes(s);
+    const double stage_sync = dp_seconds(scenario, cost, cost.gradient_bytes(s), bucket_bytes);
+    sync[r] = l.overlap_grad_reduce ? std::max(sync[r], stage_sync) : sync[r] + stage_sync;
   }
   double slowest = 0;
   for (int r = 0; r < l.pp; ++r) {
@@ -122,11 +128,8 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   const double p2p_s =
       l.pp > 1 ? 2 * (cost.num_stages() - 1) * (p2p.latency + cost.boundary_bytes() / p2p.bandwidth)
                : 0;
-  const double bucket_bytes =
-      l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.grad_bytes_per_element();
   double tail = 0;  // the slowest rank's gradient sync and optimizer step
-  for (int r = 0; r < l.pp; ++r)
-    tail = std::max(tail, dp_seconds(scenario, cost, gradients[r], bucket_bytes) + optimizer[r]);
+  for (int r = 0; r < l.pp; ++r) tail = std::max(tail, sync[r] + optimizer[r]);
   e.optimizer_s = *std::max_element(optimizer.begin(), optimizer.end());
   e.exposed_comm_s = p2p_s + tail - e.optimizer_s;
   e.step_s = e.pipeline_s + p2p_s + tail;
