@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the input readers (tests/fuzz/) with clang, ASan and UBSan into
+# build-fuzz/ and runs each for SECONDS (default 60), seeded with scenarios/, the bad-input corpus,
+# the golden files and earlier findings (tests/fuzz/corpus/TARGET/). A crash, a leak, a timeout
+# (10 s on one input) or an escaped exception stops it with exit 1 and leaves the input under
+# build-fuzz/findings/; libFuzzer's last stats line (executions, coverage) is printed per target.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_scenario fuzz_profile fuzz_trace fuzz_schedule_text)
+cmake -S . -B build-fuzz -DDTWIN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}"
+
+seeds_of() {
+  case "$1" in
+    fuzz_scenario) echo scenarios tests/scenarios/bad validation ;;
+    fuzz_profile) echo tests/golden ;;
+    fuzz_trace) echo tests/golden ;;
+    fuzz_schedule_text) echo tests/golden ;;
+  esac
+}
+mkdir -p build-fuzz/findings
+status=0
+for target in "${targets[@]}"; do
+  work="build-fuzz/corpus/$target"
+  mkdir -p "$work" "tests/fuzz/corpus/$target"
+  # shellcheck disable=SC2046
+  if ! build-fuzz/tests/fuzz/"$target" "$work" "tests/fuzz/corpus/$target" $(seeds_of "$target") \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/findings/$target-" >"build-fuzz/$target.log" 2>&1; then
+    echo "$target: FAILED (build-fuzz/$target.log, input under build-fuzz/findings/)"
+    tail -30 "build-fuzz/$target.log"
+    status=1
+  fi
+  grep -E "^#[0-9]+.*(DONE|cov:)" "build-fuzz/$target.log" | tail -1 | sed "s/^/$target: /"
+done
+exit "$status"
