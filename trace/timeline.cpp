@@ -127,8 +127,9 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   size_t index = 0;
   for (const auto& e : doc["traceEvents"]) {
     ++index;
-    if (e.value("ph", "") != "X" || e.value("cat", "") == kInnerCommCategory) continue;
     try {
+      if (!e.is_object()) throw UserError("expected an object");
+      if (e.value("ph", "") != "X" || e.value("cat", "") == kInnerCommCategory) continue;
       auto action = sched::parse_action(e.at("name").get<std::string>());
       if (!action) throw UserError("name is not an action");
       TimedAction timed;
