@@ -1,5 +1,8 @@
 #include "trace/timeline.hpp"
 
+#include <climits>
+#include <cstdint>
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -119,6 +122,22 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
   return fmt::to_string(out);
 }
 
+namespace {
+
+// j[key] as an int: an integer JSON number within int's range. (nlohmann's get<int>() casts a
+// float or an out-of-range integer, which is undefined behaviour.) Throws UserError otherwise.
+int int_at(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& value = j.at(key);
+  if (!value.is_number_integer()) throw UserError(std::string(key) + ": expected an integer");
+  if (value.is_number_unsigned()
+          ? value.get<std::uint64_t>() > INT_MAX
+          : value.get<std::int64_t>() < INT_MIN || value.get<std::int64_t>() > INT_MAX)
+    throw UserError(std::string(key) + ": expected an integer within int's range");
+  return value.get<int>();
+}
+
+}  // namespace
+
 std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
@@ -133,11 +152,11 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
       auto action = sched::parse_action(e.at("name").get<std::string>());
       if (!action) throw UserError("name is not an action");
       TimedAction timed;
-      timed.rank = e.at("pid").get<int>();
+      timed.rank = int_at(e, "pid");
       timed.action = *action;
       timed.start = e.at("ts").get<double>() * 1e-6;
       timed.end = timed.start + e.at("dur").get<double>() * 1e-6;
-      timed.step = e.at("args").at("step").get<int>();
+      timed.step = int_at(e.at("args"), "step");
       timed.exposed_comm = e.at("args").value("exposed_comm_us", 0.0) * 1e-6;
       events.push_back(timed);
     } catch (const std::exception& error) {
@@ -186,7 +205,7 @@ StepSummary from_summary_json(const std::string& text) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     try {
       const auto& r = ranks[i];
-      const int rank = r.value("rank", static_cast<int>(i));
+      const int rank = r.contains("rank") ? int_at(r, "rank") : static_cast<int>(i);
       if (rank < 0 || rank >= static_cast<int>(ranks.size()) || seen[rank])
         throw UserError("rank " + std::to_string(rank) + " is out of 0.." +
                         std::to_string(ranks.size() - 1) + " or repeated");
