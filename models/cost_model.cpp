@@ -292,6 +292,11 @@ double CostModel::weight_bytes(int s) const {
   return stage(s).params * bytes_per_element_;
 }
 
+double CostModel::bucket_params() const {
+  return layout_.bucket_size > 0 ? layout_.bucket_size / grad_bytes_per_element_
+                                 : std::max(4e7, 1e6 * layout_.dp);
+}
+
 double CostModel::parameter_bytes(int s) const {
   return stage(s).params * kMasterBytesPerParam;
 }

@@ -143,6 +143,9 @@ class CostModel {
   /// Bytes of stage `s`'s training-precision weights, params · bytes_per_element(): what a ZeRO
   /// parameter all-gather (UNSHARD) moves.
   double weight_bytes(int s) const;
+  /// Gradients per data-parallel bucket, in parameters: layout.bucket_size bytes at
+  /// grad_bytes_per_element(), or by default Megatron-LM's max(4e7, 1e6·dp).
+  double bucket_params() const;
   /// Bytes of stage `s`'s parameters that weight averaging (layout.dp_sync: weight-average) moves:
   /// params · 4 in both precisions. With bf16 the averaged weights are the fp32 master copy (the
   /// bf16 weights are re-cast from it after the step), so 4 bytes per parameter, not 2.

@@ -68,9 +68,8 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const LinkSpec& link = dp_link(scenario);
   const double zero3 = l.zero == 3 ? 1.5 : 1;  // ZeRO-3 also gathers the weights for B
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
-  const double exposed = l.overlap_grad_reduce && bucket_bytes > 0
-                             ? std::min(gradient_bytes, bucket_bytes)
-                             : gradient_bytes;
+  const double exposed =
+      l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
   return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
                   ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
 }
@@ -94,8 +93,7 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   const double m = l.microbatches;
   StepEstimate e;
   e.peak_bytes.assign(l.pp, 0);
-  const double bucket_bytes =
-      l.bucket_size > 0 ? l.bucket_size : std::max(4e7, 1e6 * l.dp) * cost.grad_bytes_per_element();
+  const double bucket_bytes = cost.bucket_params() * cost.grad_bytes_per_element();
   // Each stage (model chunk) synchronizes its own gradients, as Megatron-LM's per-chunk gradient
   // buffers do: without overlap a rank's v collectives add up, each paying the ring's latencies;
   // with overlap_grad_reduce only a bucket of its last one is exposed.

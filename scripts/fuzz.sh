@@ -10,17 +10,32 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_scenario fuzz_profile fuzz_trace fuzz_schedule_text)
+# shellcheck disable=SC2207
+[ ${#targets[@]} -gt 0 ] ||
+  targets=($(sed -n 's/^set(DTWIN_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/targets.cmake))
 cmake -S . -B build-fuzz -DDTWIN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}"
+
+# fuzz_schedule_text's seeds: each golden schedule (tests/golden/SCHEDULE_ppP_mM.txt) behind the
+# two bytes that choose its layout (see tests/fuzz/fuzz_schedule_text.cpp).
+schedule_seeds=build-fuzz/seeds/fuzz_schedule_text
+mkdir -p "$schedule_seeds"
+for golden in tests/golden/*_pp*_m*.txt; do
+  [[ "$(basename "$golden")" =~ ^(.*)_pp([0-9]+)_m([0-9]+)\.txt$ ]]
+  v=1
+  [ "${BASH_REMATCH[1]}" = interleaved-1f1b ] && v=2
+  layout=$(((BASH_REMATCH[2] - 1) << 2 | (v - 1) << 4))
+  { printf "$(printf '\\x%02x\\x%02x' "$layout" "$((BASH_REMATCH[3] - 1))")"; cat "$golden"; } \
+    >"$schedule_seeds/$(basename "$golden")"
+done
 
 seeds_of() {
   case "$1" in
     fuzz_scenario) echo scenarios tests/scenarios/bad validation ;;
     fuzz_profile) echo tests/golden ;;
     fuzz_trace) echo tests/golden ;;
-    fuzz_schedule_text) echo tests/golden ;;
+    fuzz_schedule_text) echo "$schedule_seeds" ;;
   esac
 }
 mkdir -p build-fuzz/findings

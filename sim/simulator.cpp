@@ -181,14 +181,10 @@ struct InFlight {
 };
 
 // Gradient buckets of stage `stage` per GPU: its params / tp split into buckets of
-// layout.bucket_size bytes, by default Megatron-LM's max(4e7, 1e6·dp) parameters.
+// CostModel::bucket_params parameters each.
 int bucket_count(const World& world, int stage) {
-  const LayoutSpec& l = world.scenario.layout;
-  const double per_gpu = world.cost.stage(stage).params / l.tp;
-  const double bucket_params = l.bucket_size > 0
-                                   ? l.bucket_size / world.cost.grad_bytes_per_element()
-                                   : std::max(4e7, 1e6 * l.dp);
-  return std::max(1, static_cast<int>(std::ceil(per_gpu / bucket_params)));
+  const double per_gpu = world.cost.stage(stage).params / world.scenario.layout.tp;
+  return std::max(1, static_cast<int>(std::ceil(per_gpu / world.cost.bucket_params())));
 }
 
 // The slowdown of compute that overlapped communication inflicts (device description; 1 without

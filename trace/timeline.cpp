@@ -19,6 +19,18 @@ namespace {
 
 constexpr const char* kInnerCommCategory = "inner_comm";
 
+// j[key] as an int: an integer JSON number within int's range. (nlohmann's get<int>() casts a
+// float or an out-of-range integer, which is undefined behaviour.) Throws UserError otherwise.
+int int_at(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& value = j.at(key);
+  if (!value.is_number_integer()) throw UserError(std::string(key) + ": expected an integer");
+  if (value.is_number_unsigned()
+          ? value.get<std::uint64_t>() > INT_MAX
+          : value.get<std::int64_t>() < INT_MIN || value.get<std::int64_t>() > INT_MAX)
+    throw UserError(std::string(key) + ": expected an integer within int's range");
+  return value.get<int>();
+}
+
 }  // namespace
 
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size) {
@@ -121,22 +133,6 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
   fmt::format_to(it, "],\"displayTimeUnit\":\"ms\"}}\n");
   return fmt::to_string(out);
 }
-
-namespace {
-
-// j[key] as an int: an integer JSON number within int's range. (nlohmann's get<int>() casts a
-// float or an out-of-range integer, which is undefined behaviour.) Throws UserError otherwise.
-int int_at(const nlohmann::json& j, const char* key) {
-  const nlohmann::json& value = j.at(key);
-  if (!value.is_number_integer()) throw UserError(std::string(key) + ": expected an integer");
-  if (value.is_number_unsigned()
-          ? value.get<std::uint64_t>() > INT_MAX
-          : value.get<std::int64_t>() < INT_MIN || value.get<std::int64_t>() > INT_MAX)
-    throw UserError(std::string(key) + ": expected an integer within int's range");
-  return value.get<int>();
-}
-
-}  // namespace
 
 std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
