@@ -9,6 +9,7 @@
 #include "cli/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/error_text.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
 #include "runtime/rank_lost.hpp"
@@ -37,11 +38,20 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
       throw UserError("WORLD_SIZE: expected " + std::to_string(scenario.world_size()) +
                       " (dp*pp*tp of " + scenario.source + "), got '" +
                       std::to_string(env->world_size) + "'");
+    rt::exit_on_stop_signals(env->rank);
     try {
       return rt::train_rank(scenario, schedule, *env, train);
     } catch (const rt::RankLost& lost) {
       // Leave at once: tearing down process groups with a dead peer can block.
       std::fprintf(stderr, "error: %s\n", lost.what());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    } catch (const UserError&) {
+      throw;
+    } catch (const std::exception& error) {
+      // A failure of this rank alone (the disk is full, a checkpoint cannot be read): the
+      // others are waiting for it, so leave at once rather than tear the groups down.
+      std::fprintf(stderr, "error: rank %d: %s\n", env->rank, rt::error_text(error).c_str());
       std::fflush(nullptr);
       std::_Exit(1);
     }

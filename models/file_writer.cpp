@@ -1,5 +1,6 @@
 #include "models/file_writer.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,16 +39,37 @@ void commit_file(const fs::path& temp, const fs::path& target) {
 
 void write_file(const fs::path& path, std::string_view bytes) {
   const fs::path temp = temp_path_for(path);
-  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    const int error = errno;
+  const auto fail = [&](int error) {
     std::error_code ec;
     fs::remove(temp, ec);
     throw std::runtime_error(path.string() + ": cannot write: " + std::strerror(error));
+  };
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(errno);
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail(error);
+    }
+    done += static_cast<size_t>(n);
   }
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail(error);
+  }
+  if (::close(fd) != 0) fail(errno);
   commit_file(temp, path);
+  // The rename is durable once the folder's entry is on disk.
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 std::optional<std::string> read_file(const fs::path& path) {

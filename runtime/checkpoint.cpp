@@ -1,7 +1,16 @@
 #include "runtime/checkpoint.hpp"
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
+
+#include "models/file_writer.hpp"
+#include "runtime/error_text.hpp"
+#include "runtime/fault_injection.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -16,11 +25,53 @@ std::string stage_file(int stage, const char* suffix) {
   return "stage-" + std::to_string(stage) + suffix;
 }
 
+uint32_t crc32_of(const std::string& bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t done = 0; done < bytes.size();) {
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(bytes.size() - done, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + done), chunk);
+    done += chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
 template <typename T>
-void save_atomically(const T& object, const fs::path& path) {
-  const fs::path temporary = path.string() + ".tmp";
-  torch::save(object, temporary.string());
-  fs::rename(temporary, path);
+std::string serialized(const T& object) {
+  std::ostringstream out;
+  torch::save(object, out);
+  return std::move(out).str();
+}
+
+// Why the file `name` in `dir` does not match its manifest `entry`, or "" when it does.
+std::string mismatch(const fs::path& dir, const std::string& name, const nlohmann::json& entry) {
+  const std::optional<std::string> bytes = read_file(dir / name);
+  if (!bytes) return "missing";
+  const auto expected_size = entry.at("bytes").get<uint64_t>();
+  if (bytes->size() != expected_size)
+    return std::to_string(bytes->size()) + " bytes, the manifest says " +
+           std::to_string(expected_size) + " (truncated?)";
+  if (crc32_of(*bytes) != entry.at("crc32").get<uint32_t>())
+    return "CRC-32 differs from the manifest's (corrupt)";
+  return "";
+}
+
+// Why the checkpoint in `dir` cannot be resumed from ("FILE: why"), or "" when it is complete.
+std::string verify(const fs::path& dir, int num_stages) {
+  for (int s = 0; s < num_stages; ++s) {
+    const fs::path manifest_path = dir / stage_file(s, ".manifest.json");
+    const std::optional<std::string> text = read_file(manifest_path);
+    if (!text) return manifest_path.string() + ": missing (the write was interrupted)";
+    try {
+      const nlohmann::json manifest = nlohmann::json::parse(*text);
+      for (const auto& [name, entry] : manifest.at("files").items()) {
+        const std::string why = mismatch(dir, name, entry);
+        if (!why.empty()) return (dir / name).string() + ": " + why;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      return manifest_path.string() + ": unreadable manifest (" + e.what() + ")";
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -30,26 +81,44 @@ void save_checkpoint(const std::string& output_dir, int64_t steps_done,
   const fs::path dir = step_dir(output_dir, steps_done);
   fs::create_directories(dir);
   for (auto& [stage, state] : stages) {
-    save_atomically(state.module, dir / stage_file(stage, ".pt"));
-    save_atomically(*state.optimizer, dir / stage_file(stage, ".optim.pt"));
+    nlohmann::json files = nlohmann::json::object();
+    const std::pair<std::string, std::string> parts[] = {
+        {stage_file(stage, ".pt"), serialized(state.module)},
+        {stage_file(stage, ".optim.pt"), serialized(*state.optimizer)}};
+    for (const auto& [name, bytes] : parts) {
+      write_file(dir / name, bytes);
+      files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
+      inject_fault("checkpoint", steps_done);
+    }
+    const nlohmann::json manifest = {
+        {"steps_done", steps_done}, {"stage", stage}, {"files", files}};
+    write_file(dir / stage_file(stage, ".manifest.json"), manifest.dump(2) + "\n");
   }
 }
 
-std::optional<int64_t> latest_checkpoint(const std::string& output_dir, int num_stages) {
+CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages) {
+  CheckpointChoice choice;
   const fs::path root = fs::path(output_dir) / "checkpoints";
-  if (!fs::is_directory(root)) return std::nullopt;
-  std::optional<int64_t> latest;
+  if (!fs::is_directory(root)) return choice;
+  std::vector<std::pair<int64_t, fs::path>> steps;
   for (const auto& entry : fs::directory_iterator(root)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) != 0) continue;
-    const int64_t steps = std::stoll(name.substr(5));
-    bool complete = true;
-    for (int s = 0; s < num_stages; ++s)
-      complete = complete && fs::exists(entry.path() / stage_file(s, ".pt")) &&
-                 fs::exists(entry.path() / stage_file(s, ".optim.pt"));
-    if (complete && (!latest || steps > *latest)) latest = steps;
+    if (name.rfind("step-", 0) != 0 || name.size() == 5 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos || name.size() > 23)
+      continue;
+    steps.emplace_back(std::stoll(name.substr(5)), entry.path());
   }
-  return latest;
+  std::sort(steps.rbegin(), steps.rend());
+  for (const auto& [steps_done, dir] : steps) {
+    const std::string why = verify(dir, num_stages);
+    if (why.empty()) {
+      choice.steps_done = steps_done;
+      choice.directory = dir.string();
+      return choice;
+    }
+    choice.skipped.push_back(why);
+  }
+  return choice;
 }
 
 void load_checkpoint(const std::string& output_dir, int64_t steps_done,
@@ -62,7 +131,7 @@ void load_checkpoint(const std::string& output_dir, int64_t steps_done,
       torch::load(state.module, module.string());
       torch::load(*state.optimizer, optimizer.string());
     } catch (const std::exception& e) {
-      throw std::runtime_error(module.string() + ": cannot load checkpoint: " + e.what());
+      throw std::runtime_error(module.string() + ": cannot load checkpoint: " + error_text(e));
     }
   }
 }

@@ -1,21 +1,36 @@
-// Checkpoints: each stage's module and optimizer, saved by DP replica 0 after a step.
+// Checkpoints: each stage's module and optimizer, saved by DP replica 0 after a step, with a
+// manifest per stage that makes a checkpoint verifiable (sizes and CRC-32 checksums).
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/rank_model.hpp"
 
 namespace dtwin::rt {
 
 /// Writes OUT/checkpoints/step-<steps_done>/stage-<s>.pt and stage-<s>.optim.pt for each of
-/// `stages` (through a temporary file and a rename, so a crash never leaves half a file).
+/// `stages`, then stage-<s>.manifest.json naming both with their sizes (bytes) and CRC-32s.
+/// Every file goes through write_file (temporary file, fsync, rename), and the manifest comes
+/// last, so a stage without a valid manifest is an interrupted write. Throws std::runtime_error
+/// "PATH: cannot write: REASON" (e.g. the disk is full).
 void save_checkpoint(const std::string& output_dir, int64_t steps_done,
                      std::map<int, StageState>& stages);
 
-/// The largest steps_done whose checkpoint holds all `num_stages` stages, or nullopt.
-std::optional<int64_t> latest_checkpoint(const std::string& output_dir, int num_stages);
+/// The checkpoint a resumed run starts from: the newest step directory whose `num_stages`
+/// manifests exist and whose files match them byte count and CRC-32 for CRC-32.
+struct CheckpointChoice {
+  std::optional<int64_t> steps_done;  ///< nullopt when no checkpoint is complete
+  std::string directory;              ///< OUT/checkpoints/step-<steps_done>, when found
+  /// One line per newer checkpoint that was passed over: "FILE: why" (missing manifest,
+  /// missing file, size or checksum mismatch).
+  std::vector<std::string> skipped;
+};
+
+/// Scans OUT/checkpoints/step-* from the newest and verifies each against its manifests.
+CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages);
 
 /// Loads `stages` from the checkpoint of `steps_done`. Throws std::runtime_error naming the
 /// file when one is missing or unreadable.

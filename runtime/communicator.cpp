@@ -34,28 +34,38 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
                            double timeout_s)
     : rank_(env.rank), world_size_(env.world_size) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
-  store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
-  heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
+  const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
+  try {
+    store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
+    heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("rank " + std::to_string(rank_) +
+                             (server ? ": cannot host the rendezvous store on "
+                                     : ": cannot reach the rendezvous store at ") +
+                             address + " (MASTER_ADDR:MASTER_PORT): " + error_text(error));
+  }
   if (env.rank == 0) store_->set("origin", bytes(std::to_string(wall_seconds())));
   origin_ = std::stod(text(store_->get("origin")));
   beat();
-  heartbeat_ = std::thread([this] {
-    while (!stop_) {
-      std::this_thread::sleep_for(milliseconds(static_cast<long>(kBeatPeriod * 1000)));
+  heartbeat_ = std::jthread([this](std::stop_token stop) {
+    const auto period = milliseconds(static_cast<long>(kBeatPeriod * 1000));
+    while (!stop.stop_requested()) {
+      for (auto slept = milliseconds(0); slept < period && !stop.stop_requested();
+           slept += milliseconds(50))
+        std::this_thread::sleep_for(milliseconds(50));
       beat();
     }
   });
-  world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s);
   const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
-  pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,
-                         layout.pp, timeout_s);
-  data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank), replica,
-                              layout.dp, timeout_s);
-}
-
-Communicator::~Communicator() {
-  stop_ = true;
-  if (heartbeat_.joinable()) heartbeat_.join();
+  try {
+    world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s);
+    pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,
+                           layout.pp, timeout_s);
+    data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank), replica,
+                                layout.dp, timeout_s);
+  } catch (const std::exception& error) {
+    report_lost("the rendezvous", {}, error_text(error));
+  }
 }
 
 void Communicator::beat() {
@@ -93,7 +103,7 @@ void Communicator::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::s
   try {
     work->wait();
   } catch (const std::exception& error) {
-    report_lost(what, peers, error.what());
+    report_lost(what, peers, error_text(error));
   }
 }
 
@@ -104,9 +114,19 @@ void Communicator::report_lost(const std::string& what, const std::vector<int>& 
     for (int r = 0; r < world_size_; ++r)
       if (r != rank_) candidates.push_back(r);
   const std::vector<int> lost = lost_ranks(candidates);
+  // A rank that never beat never started (or never reached the store).
+  std::string named;
+  for (int r : lost) {
+    bool started = true;
+    try {
+      started = store_->check({"alive/" + std::to_string(r)});
+    } catch (const std::exception&) {  // the store is gone too: say only that the rank is lost
+    }
+    named += (named.empty() ? "" : ", ") + std::to_string(r) + (started ? "" : " (never started)");
+  }
   throw RankLost("rank " + std::to_string(rank_) + ": lost rank " +
-                 (lost.empty() ? "(one of " + join(candidates) + ")" : join(lost)) + " during " +
-                 what + ": " + error);
+                 (lost.empty() ? "(one of " + join(candidates) + ")" : named) + " during " + what +
+                 ": " + error);
 }
 
 }  // namespace dtwin::rt

@@ -6,11 +6,11 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include <atomic>
 #include <thread>
 #include <vector>
 
 #include "models/settings.hpp"
+#include "runtime/error_text.hpp"
 #include "runtime/rank_env.hpp"
 #include "schedules/schedule.hpp"
 
@@ -23,9 +23,10 @@ class Communicator {
   /// group (members:
   /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
   /// pipeline rank, indexed by replica), all on `backend` (runtime.backend, see make_group).
-  /// Every wait gives up after `timeout_s` seconds.
+  /// Every wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store
+  /// cannot be hosted or reached, and RankLost naming the ranks that never joined when a group
+  /// cannot be formed; the heartbeat thread is stopped and joined on every path.
   Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s);
-  ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -53,7 +54,7 @@ class Communicator {
     try {
       return post();
     } catch (const std::exception& error) {
-      report_lost(what, peers, error.what());
+      report_lost(what, peers, error_text(error));
     }
   }
 
@@ -72,8 +73,7 @@ class Communicator {
   c10::intrusive_ptr<c10d::Backend> world_;
   c10::intrusive_ptr<c10d::Backend> pipeline_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
-  std::atomic<bool> stop_{false};
-  std::thread heartbeat_;
+  std::jthread heartbeat_;  // last: stopped and joined first, also when the constructor throws
 };
 
 }  // namespace dtwin::rt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "runtime/fault_injection.hpp"
 #include "schedules/transfer.hpp"
 
 namespace dtwin::rt {
@@ -83,6 +84,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
     if (handler == handlers_.end())
       throw std::logic_error("no handler for action " + sched::to_string(a));
     exposed_ = 0;
+    inject_fault(sched::kind_name(a.kind), step + 1);
     const double start = clock_.now();
     (this->*handler->second)(a);
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});

@@ -6,14 +6,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "runtime/clock.hpp"
+#include "runtime/error_text.hpp"
 #include "runtime/process_groups.hpp"
+#include "schedules/user_error.hpp"
 
 extern char** environ;
 
@@ -47,11 +51,61 @@ std::string describe(int status) {
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
+volatile std::sig_atomic_t stop_signal = 0;  // SIGINT or SIGTERM received by the launcher
+
+void remember_stop_signal(int signal) {
+  stop_signal = signal;
+}
+
+// A rank stopped by SIGINT or SIGTERM says so and exits 1 (write(2) and _exit(2) are
+// async-signal-safe).
+int handler_rank = -1;
+void exit_on_signal(int signal) {
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "error: rank %d: stopped by %s\n", handler_rank,
+                              signal == SIGINT ? "SIGINT" : "SIGTERM");
+  if (n > 0 && ::write(2, line, static_cast<size_t>(n)) < 0) ::_exit(1);
+  ::_exit(1);
+}
+
+void install(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// MASTER_PORT when set (as torchrun's --master-port), else 0: the store binds a free port.
+int store_port() {
+  const char* port = std::getenv("MASTER_PORT");
+  if (!port || !*port) return 0;
+  char* end = nullptr;
+  const long value = std::strtol(port, &end, 10);
+  if (*end != '\0' || value < 1 || value > 65535)
+    throw UserError(std::string("MASTER_PORT: expected a port in 1..65535, got '") + port + "'");
+  return static_cast<int>(value);
+}
+
 }  // namespace
 
+void exit_on_stop_signals(int rank) {
+  handler_rank = rank;
+  install(exit_on_signal);
+}
+
 int launch_local(const std::vector<std::string>& args, int world_size, double timeout_s) {
-  const auto store = tcp_store("127.0.0.1", 0, true, timeout_s);  // binds a free port
+  const int requested_port = store_port();
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  try {
+    store = tcp_store("127.0.0.1", requested_port, true, timeout_s);
+  } catch (const std::exception& error) {
+    throw std::runtime_error("launcher: cannot host the rendezvous store on 127.0.0.1:" +
+                             std::to_string(requested_port) +
+                             " (MASTER_PORT): " + error_text(error));
+  }
   const int port = store->getPort();
+  install(remember_stop_signal);
 
   std::map<pid_t, int> running;  // pid -> rank
   for (int rank = 0; rank < world_size; ++rank)
@@ -59,15 +113,24 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
 
   int failed = -1;           // first rank to fail
   int died = -1;             // first rank killed by a signal we did not send
+  int stopped_by = 0;        // the signal that stopped the launcher
   std::vector<int> stalled;  // ranks we had to kill
   double deadline = 0;
   while (!running.empty()) {
+    if (stop_signal && !stopped_by) {
+      stopped_by = stop_signal;
+      std::fprintf(stderr, "launcher: received %s; stopping the ranks\n",
+                   stopped_by == SIGINT ? "SIGINT" : "SIGTERM");
+      for (auto [pid, rank] : running) kill(pid, SIGTERM);
+      deadline = wall_seconds() + timeout_s + 5;
+    }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0 && running.count(pid)) {
       const int rank = running[pid];
       running.erase(pid);
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (stopped_by) continue;  // each stopped rank says so itself
       if (!ok) std::fprintf(stderr, "launcher: rank %d %s\n", rank, describe(status).c_str());
       if (WIFSIGNALED(status) && died < 0) died = rank;
       if (!ok && failed < 0) {
@@ -76,11 +139,12 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
       }
       continue;
     }
-    if (failed >= 0 && wall_seconds() > deadline) {
+    if ((failed >= 0 || stopped_by) && wall_seconds() > deadline) {
+      const std::string after =
+          stopped_by ? "the stop signal" : "rank " + std::to_string(failed) + " failed";
       for (auto [stuck, rank] : running) {
-        std::fprintf(stderr,
-                     "launcher: rank %d still running %.0f s after rank %d failed; killing it\n",
-                     rank, timeout_s + 5, failed);
+        std::fprintf(stderr, "launcher: rank %d still running %.0f s after %s; killing it\n", rank,
+                     timeout_s + 5, after.c_str());
         kill(stuck, SIGKILL);
         waitpid(stuck, &status, 0);
         stalled.push_back(rank);
@@ -88,6 +152,11 @@ int launch_local(const std::vector<std::string>& args, int world_size, double ti
       running.clear();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (stopped_by) {
+    std::fprintf(stderr, "launcher: training stopped by %s\n",
+                 stopped_by == SIGINT ? "SIGINT" : "SIGTERM");
+    return 1;
   }
   if (failed < 0) return 0;
   if (died >= 0)

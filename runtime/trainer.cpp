@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "models/cost_model.hpp"
+#include "models/file_writer.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/fault_injection.hpp"
 #include "runtime/measured_summary.hpp"
 #include "runtime/peak_memory.hpp"
 #include "runtime/threads.hpp"
@@ -37,10 +40,19 @@ double global_loss(Communicator& comm, const Executor::StepResult& result) {
 
 class Progress {
  public:
-  Progress(const std::string& output_dir, int64_t total_steps, double tokens_per_step, bool resume)
-      : total_(total_steps), tokens_(tokens_per_step) {
-    csv_.open(output_dir + "/loss.csv", resume ? std::ios::app : std::ios::trunc);
-    if (!resume) csv_ << "step,loss,tokens_per_s,seconds\n";
+  // A run resumed after `first_step` steps keeps loss.csv's rows up to that step and drops
+  // those logged after the checkpoint it resumes from, so that every step appears once.
+  Progress(const std::string& output_dir, int64_t total_steps, double tokens_per_step,
+           int64_t first_step)
+      : total_(total_steps), tokens_(tokens_per_step), path_(output_dir + "/loss.csv") {
+    std::string kept = "step,loss,tokens_per_s,seconds\n";
+    std::istringstream old(first_step > 0 ? read_file(path_).value_or("") : "");
+    for (std::string row; std::getline(old, row);) {
+      const long long step = std::strtoll(row.c_str(), nullptr, 10);
+      if (step >= 1 && step <= first_step) kept += row + "\n";
+    }
+    write_file(path_, kept);
+    csv_.open(path_, std::ios::app);
   }
   void report(int64_t step, double loss, double seconds) {
     const double tokens_per_s = tokens_ / seconds;
@@ -51,11 +63,13 @@ class Progress {
     std::fflush(stdout);
     csv_ << fmt::format("{},{:.9g},{:.6g},{:.6g}\n", step + 1, loss, tokens_per_s, seconds)
          << std::flush;
+    if (!csv_) throw std::runtime_error(path_ + ": cannot write (is the disk full?)");
   }
 
  private:
   int64_t total_;
   double tokens_;
+  std::string path_;
   std::ofstream csv_;
 };
 
@@ -77,6 +91,26 @@ void append_digests(const std::string& output_dir, int64_t step, int rank,
   }
 }
 
+// Loads the newest complete checkpoint into `stages` and returns the steps it holds (0 when
+// there is none); rank 0 says which one, and which newer ones it passed over and why.
+int64_t resume(const std::string& output_dir, const sched::Layout& layout, int rank,
+               std::map<int, StageState>& stages) {
+  const CheckpointChoice choice = latest_checkpoint(output_dir, layout.num_stages());
+  if (rank == 0) {
+    for (const std::string& why : choice.skipped) std::printf("resume: skipping %s\n", why.c_str());
+    if (choice.steps_done)
+      std::printf("resume: from %s (%lld steps done)\n", choice.directory.c_str(),
+                  static_cast<long long>(*choice.steps_done));
+    else
+      std::printf("resume: no complete checkpoint in %s/checkpoints; starting at step 1\n",
+                  output_dir.c_str());
+    std::fflush(stdout);
+  }
+  if (!choice.steps_done) return 0;
+  load_checkpoint(output_dir, *choice.steps_done, stages);
+  return *choice.steps_done;
+}
+
 }  // namespace
 
 int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
@@ -91,13 +125,9 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s);
   const RunClock clock(comm.origin());
 
-  int64_t first_step = 0;
-  if (options.resume) {
-    if (auto done = latest_checkpoint(options.output_dir, layout.num_stages())) {
-      load_checkpoint(options.output_dir, *done, stages);
-      first_step = *done;
-    }
-  }
+  arm_fault_injection(env.rank);
+  const int64_t first_step =
+      options.resume ? resume(options.output_dir, layout, env.rank, stages) : 0;
   const int replica = layout.dp_index(env.rank);
   const bool last_stage = layout.pipeline_rank(env.rank) == layout.pp - 1;
   const bool reporter = last_stage && replica == 0;
@@ -105,7 +135,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
       double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
   std::optional<Progress> progress;
   if (reporter)
-    progress.emplace(options.output_dir, scenario.training.steps, tokens_per_step, options.resume);
+    progress.emplace(options.output_dir, scenario.training.steps, tokens_per_step, first_step);
 
   Executor executor(scenario, schedule, env.rank, stages, comm, data, clock);
   std::vector<trace::TimedAction> events;

@@ -267,7 +267,8 @@ TEST_CASE("a scenario the loader would reject is refused", "[cost]") {
   CHECK_THROWS_AS(CostModel(s), std::invalid_argument);
 }
 
-TEST_CASE("recomputation adds the forward it repeats to I; tp divides the per-GPU work", "[cost]") {
+TEST_CASE("recomputation adds the forward it repeats to I, and tp divides the per-GPU work",
+          "[cost]") {
   // LLaMA-2 7B, pp 4: stage 1 has 8 layers and neither embedding nor head.
   const auto stage = [](std::vector<std::string> sets) {
     sets.push_back("layout.pp=4");
@@ -286,7 +287,8 @@ TEST_CASE("recomputation adds the forward it repeats to I; tp divides the per-GP
   CHECK(full.tp_input_backward_s == Approx(2 * none.tp_input_backward_s).epsilon(0.005));
   CHECK(none.tp_forward_s == Approx(none.tp_input_backward_s).epsilon(0.005));
   // Per GPU: half of the tp = 1 matrix products.
-  const StageCost single = CostModel(llama_7b({"layout.pp=4"})).stage(1);
+  const StageCost single =
+      CostModel(llama_7b({"layout.pp=4", "cluster.devices_per_node=4"})).stage(1);
   CHECK(none.forward_flops == Approx(single.forward_flops / 2).epsilon(0.005));
 }
 

@@ -1,44 +1,13 @@
 // A rank that dies mid-step: the other ranks and the launcher stop within timeout_s + 5 s,
 // exit non-zero, and name the lost rank.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
+
+#include "tests/background_process.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The pid of the child of `parent` whose environment has RANK=<rank>, or 0.
-pid_t rank_pid(pid_t parent, int rank) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string pid, comm, state;
-    pid_t ppid = 0;
-    stat >> pid >> comm >> state >> ppid;
-    if (ppid != parent) continue;
-    const std::string environ = read_all((entry.path() / "environ").string());
-    if (environ.find(std::string("RANK=") + std::to_string(rank) + '\0') != std::string::npos &&
-        environ.find("LOCAL_RANK=" + std::to_string(rank)) != std::string::npos)
-      return std::stoi(name);
-  }
-  return 0;
-}
+using namespace dtwin::test;
 
 struct Outcome {
   double seconds;  ///< from the signal to the launcher's exit
@@ -50,42 +19,21 @@ struct Outcome {
 // for the launcher to exit.
 Outcome signal_rank_1(int signal, double timeout_s, const std::string& name) {
   const std::string log = name + ".log";
-  std::filesystem::remove(log);
   std::filesystem::remove_all(name);
   const std::string timeout = "runtime.timeout_s=" + std::to_string(static_cast<int>(timeout_s));
-  const pid_t launcher = fork();
-  if (launcher == 0) {
-    freopen(log.c_str(), "w", stdout);
-    dup2(fileno(stdout), 2);
-    const std::string data = std::string("--data-dir=") + DTWIN_SOURCE_DIR + "/data";
-    execl(DTWIN_EXE, DTWIN_EXE, "train", DTWIN_SOURCE_DIR "/scenarios/quickstart.yaml", "--set",
-          "training.steps=1000", "--set", timeout.c_str(), "--set", "model.d_model=64", "--set",
-          "model.n_heads=4", "--set", "model.ffn_hidden=128", data.c_str(), "-o", name.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto start = Clock::now();
-  while (read_all(log).find("step 2/") == std::string::npos) {
-    if (Clock::now() - start > std::chrono::seconds(120)) {
-      kill(launcher, SIGKILL);
-      return {-1, -1, read_all(log)};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const pid_t launcher = start_dtwin(
+      {"train", DTWIN_SOURCE_DIR "/scenarios/quickstart.yaml", "--set", "training.steps=1000",
+       "--set", timeout, "--set", "model.d_model=64", "--set", "model.n_heads=4", "--set",
+       "model.ffn_hidden=128", std::string("--data-dir=") + DTWIN_SOURCE_DIR + "/data", "-o", name},
+      log);
+  if (!wait_for_text(log, "step 2/", 120)) {
+    wait_exit(launcher, 0);
+    return {-1, -1, read_all(log)};
   }
   const pid_t victim = rank_pid(launcher, 1);
   if (victim > 0) kill(victim, signal);
-  const auto sent = Clock::now();
-  int status = 0;
-  while (waitpid(launcher, &status, WNOHANG) == 0) {
-    if (Clock::now() - sent > std::chrono::seconds(static_cast<int>(timeout_s) + 30)) {
-      kill(launcher, SIGKILL);
-      waitpid(launcher, &status, 0);
-      return {-1, -1, read_all(log)};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - sent).count();
-  return {seconds, WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_all(log)};
+  const Exit exit = wait_exit(launcher, timeout_s + 30);
+  return {exit.seconds, exit.code, read_all(log)};
 }
 
 }  // namespace
