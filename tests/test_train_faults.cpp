@@ -91,6 +91,23 @@ std::pair<int, int> listen_on_free_port() {
   return {fd, ntohs(address.sin_port)};
 }
 
+// Waits until something accepts connections on 127.0.0.1:`port`; false after `limit_s`.
+bool wait_until_listening(int port, double limit_s) {
+  const auto start = Clock::now();
+  while (std::chrono::duration<double>(Clock::now() - start).count() < limit_s) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    close(fd);
+    if (up) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a rank killed during ALLREDUCE stops the others within timeout_s + 5 s, naming it") {
@@ -225,6 +242,8 @@ TEST_CASE("a rank that never starts makes the started ones stop within timeout_s
         train_args(out, 2, 1, 3), out + "-" + std::to_string(rank) + ".log",
         {"RANK=" + std::to_string(rank), "WORLD_SIZE=3", "LOCAL_RANK=" + std::to_string(rank),
          "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)}));
+  // The rendezvous starts when rank 0's store listens: the clock starts there.
+  REQUIRE(wait_until_listening(port, 120));
   for (int rank = 0; rank < 2; ++rank) {
     const auto [exit, output] =
         finish(ranks[rank], out + "-" + std::to_string(rank) + ".log", kTimeout + 30);

@@ -34,6 +34,12 @@ std::vector<std::string> module_candidates() {
   return paths;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kDeepBind = 0;  // the sanitizers' runtimes refuse RTLD_DEEPBIND
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
 const SpmApi* load_module() {
   std::string tried;
   for (const std::string& path : module_candidates()) {
@@ -43,7 +49,7 @@ const SpmApi* load_module() {
     }
     // RTLD_LOCAL | RTLD_DEEPBIND: SentencePiece and its bundled protobuf-lite bind to their own
     // symbols and stay invisible to LibTorch's libprotobuf (see spm_api.hpp).
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | kDeepBind);
     if (!handle) {
       tried += "\n  " + path + ": " + ::dlerror();
       continue;
