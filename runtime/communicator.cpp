@@ -34,16 +34,8 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
                            double timeout_s)
     : rank_(env.rank), world_size_(env.world_size) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
-  const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
-  try {
-    store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
-    heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
-  } catch (const std::exception& error) {
-    throw std::runtime_error("rank " + std::to_string(rank_) +
-                             (server ? ": cannot host the rendezvous store on "
-                                     : ": cannot reach the rendezvous store at ") +
-                             address + " (MASTER_ADDR:MASTER_PORT): " + error_text(error));
-  }
+  store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
+  heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
   if (env.rank == 0) store_->set("origin", bytes(std::to_string(wall_seconds())));
   origin_ = std::stod(text(store_->get("origin")));
   beat();

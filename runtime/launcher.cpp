@@ -8,16 +8,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "runtime/clock.hpp"
-#include "runtime/error_text.hpp"
 #include "runtime/process_groups.hpp"
-#include "schedules/user_error.hpp"
+#include "runtime/rank_env.hpp"
 
 extern char** environ;
 
@@ -64,7 +62,9 @@ void exit_on_signal(int signal) {
   char line[96];
   const int n = std::snprintf(line, sizeof line, "error: rank %d: stopped by %s\n", handler_rank,
                               signal == SIGINT ? "SIGINT" : "SIGTERM");
-  if (n > 0 && ::write(2, line, static_cast<size_t>(n)) < 0) ::_exit(1);
+  if (n > 0) {
+    [[maybe_unused]] const ssize_t written = ::write(2, line, static_cast<size_t>(n));
+  }
   ::_exit(1);
 }
 
@@ -76,17 +76,6 @@ void install(void (*handler)(int)) {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-// MASTER_PORT when set (as torchrun's --master-port), else 0: the store binds a free port.
-int store_port() {
-  const char* port = std::getenv("MASTER_PORT");
-  if (!port || !*port) return 0;
-  char* end = nullptr;
-  const long value = std::strtol(port, &end, 10);
-  if (*end != '\0' || value < 1 || value > 65535)
-    throw UserError(std::string("MASTER_PORT: expected a port in 1..65535, got '") + port + "'");
-  return static_cast<int>(value);
-}
-
 }  // namespace
 
 void exit_on_stop_signals(int rank) {
@@ -95,14 +84,12 @@ void exit_on_stop_signals(int rank) {
 }
 
 int launch_local(const std::vector<std::string>& args, int world_size, double timeout_s) {
-  const int requested_port = store_port();
+  const int requested_port = master_port_from_environment().value_or(0);  // 0: a free port
   c10::intrusive_ptr<c10d::TCPStore> store;
   try {
     store = tcp_store("127.0.0.1", requested_port, true, timeout_s);
-  } catch (const std::exception& error) {
-    throw std::runtime_error("launcher: cannot host the rendezvous store on 127.0.0.1:" +
-                             std::to_string(requested_port) +
-                             " (MASTER_PORT): " + error_text(error));
+  } catch (const std::runtime_error& error) {
+    throw std::runtime_error(std::string("launcher: ") + error.what());
   }
   const int port = store->getPort();
   install(remember_stop_signal);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "runtime/error_text.hpp"
 #include "schedules/user_error.hpp"
 
 #if DTWIN_HAVE_CUDA
@@ -28,7 +29,16 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
   options.isServer = server;
   options.waitWorkers = false;
   options.timeout = milliseconds(timeout_s);
-  return c10::make_intrusive<c10d::TCPStore>(host, options);
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const std::exception& error) {
+    const std::string address = host + ":" + std::to_string(port);
+    throw std::runtime_error(
+        (server
+             ? "cannot host the rendezvous store on " + address + " (MASTER_PORT): "
+             : "cannot reach the rendezvous store at " + address + " (MASTER_ADDR:MASTER_PORT): ") +
+        error_text(error));
+  }
 }
 
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,

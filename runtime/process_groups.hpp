@@ -13,7 +13,9 @@ namespace dtwin::rt {
 
 /// A TCPStore at host:port: the server when `server` (port 0 binds a free port, read it back
 /// with getPort()), else a client that connects to it. Every wait gives up after `timeout_s`
-/// seconds. Throws c10::Error (a c10d::DistStoreError) when no server answers in that time.
+/// seconds. Throws std::runtime_error "cannot host the rendezvous store on HOST:PORT
+/// (MASTER_PORT): ..." when the port is taken, or "cannot reach the rendezvous store at
+/// HOST:PORT (MASTER_ADDR:MASTER_PORT): ..." when no server answers in that time.
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s);
 

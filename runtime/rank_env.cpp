@@ -1,6 +1,7 @@
 #include "runtime/rank_env.hpp"
 
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 #include "schedules/user_error.hpp"
@@ -17,18 +18,27 @@ std::string require(const char* name) {
   return value;
 }
 
-int integer(const char* name, const std::string& text, int min) {
+int integer(const char* name, const std::string& text, int min,
+            int max = std::numeric_limits<int>::max()) {
   try {
     size_t used = 0;
     const int value = std::stoi(text, &used);
-    if (used == text.size() && value >= min) return value;
+    if (used == text.size() && value >= min && value <= max) return value;
   } catch (const std::exception&) {
   }
-  throw UserError(std::string(name) + ": expected an integer >= " + std::to_string(min) +
-                  ", got '" + text + "'");
+  const std::string range = max == std::numeric_limits<int>::max()
+                                ? ">= " + std::to_string(min)
+                                : "in " + std::to_string(min) + ".." + std::to_string(max);
+  throw UserError(std::string(name) + ": expected an integer " + range + ", got '" + text + "'");
 }
 
 }  // namespace
+
+std::optional<int> master_port_from_environment() {
+  const char* port = std::getenv("MASTER_PORT");
+  if (!port || !*port) return std::nullopt;
+  return integer("MASTER_PORT", port, 1, 65535);
+}
 
 std::optional<RankEnv> rank_env_from_environment() {
   if (!std::getenv("RANK")) return std::nullopt;
@@ -39,7 +49,8 @@ std::optional<RankEnv> rank_env_from_environment() {
     throw UserError("RANK: expected < WORLD_SIZE (" + std::to_string(env.world_size) + "), got '" +
                     std::to_string(env.rank) + "'");
   env.master_addr = require("MASTER_ADDR");
-  env.master_port = integer("MASTER_PORT", require("MASTER_PORT"), 1);
+  require("MASTER_PORT");
+  env.master_port = *master_port_from_environment();
   const char* local = std::getenv("LOCAL_WORLD_SIZE");
   env.local_world_size = local ? integer("LOCAL_WORLD_SIZE", local, 1) : env.world_size;
   const char* hosted = std::getenv("DTWIN_STORE_HOSTED");

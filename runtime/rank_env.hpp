@@ -17,6 +17,10 @@ struct RankEnv {
   bool store_hosted_elsewhere = false;  ///< DTWIN_STORE_HOSTED=1: the launcher hosts the store
 };
 
+/// MASTER_PORT, or nullopt when it is unset or empty. Throws UserError unless it is a port
+/// (1..65535).
+std::optional<int> master_port_from_environment();
+
 /// The rank environment, or nullopt when RANK is unset (dtwin then launches the ranks itself).
 /// Throws UserError naming the variable when one is missing or malformed.
 std::optional<RankEnv> rank_env_from_environment();
