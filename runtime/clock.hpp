@@ -12,6 +12,11 @@ inline double wall_seconds() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
+/// `seconds` as whole milliseconds (truncated), the unit of c10d's and Gloo's timeouts.
+inline std::chrono::milliseconds to_milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+}
+
 /// Seconds since `origin` (a wall_seconds() value every rank agreed on).
 class RunClock {
  public:

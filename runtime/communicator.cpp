@@ -10,8 +10,6 @@
 namespace dtwin::rt {
 namespace {
 
-using std::chrono::milliseconds;
-
 constexpr double kBeatPeriod = 0.5;  // s between heartbeats
 constexpr double kStale = 2.0;       // s without a beat that mark a rank lost
 
@@ -40,11 +38,11 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   origin_ = std::stod(text(store_->get("origin")));
   beat();
   heartbeat_ = std::jthread([this](std::stop_token stop) {
-    const auto period = milliseconds(static_cast<long>(kBeatPeriod * 1000));
+    const auto period = to_milliseconds(kBeatPeriod);
     while (!stop.stop_requested()) {
-      for (auto slept = milliseconds(0); slept < period && !stop.stop_requested();
-           slept += milliseconds(50))
-        std::this_thread::sleep_for(milliseconds(50));
+      for (auto slept = std::chrono::milliseconds(0); slept < period && !stop.stop_requested();
+           slept += std::chrono::milliseconds(50))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       beat();
     }
   });
@@ -82,7 +80,7 @@ std::vector<int> Communicator::lost_ranks(const std::vector<int>& candidates) {
       }
     }
     if (!lost.empty() || wall_seconds() > deadline) return lost;
-    std::this_thread::sleep_for(milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "runtime/clock.hpp"
 #include "runtime/error_text.hpp"
 #include "schedules/user_error.hpp"
 
@@ -14,13 +15,6 @@
 #endif
 
 namespace dtwin::rt {
-namespace {
-
-std::chrono::milliseconds milliseconds(double seconds) {
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
-}
-
-}  // namespace
 
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s) {
@@ -28,7 +22,7 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
   options.port = static_cast<std::uint16_t>(port);
   options.isServer = server;
   options.waitWorkers = false;
-  options.timeout = milliseconds(timeout_s);
+  options.timeout = to_milliseconds(timeout_s);
   try {
     return c10::make_intrusive<c10d::TCPStore>(host, options);
   } catch (const std::exception& error) {
@@ -47,7 +41,7 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              double timeout_s) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
   if (backend == Backend::Gloo) {
-    auto options = c10d::ProcessGroupGloo::Options::create(milliseconds(timeout_s));
+    auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
   }

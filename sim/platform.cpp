@@ -92,9 +92,10 @@ std::unique_ptr<sg4::Engine> make_engine() {
   char name[] = "dtwin", log[] = "--log=root.thres:critical";
   char* argv[] = {name, log, nullptr};
   auto engine = std::make_unique<sg4::Engine>(&argc, argv);
-#if defined(__SANITIZE_ADDRESS__)
-  // ASan cannot follow the stack switches of SimGrid's default contexts (Debian's SimGrid is
-  // not built for it); in the ASan build actors run as threads, slower and with the same result.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // ASan and TSan cannot follow the stack switches of SimGrid's default contexts (Debian's
+  // SimGrid is not built for them); in those builds actors run as threads, slower and with the
+  // same result.
   sg4::Engine::set_config("contexts/factory:thread");
 #endif
   configure_network_model();

@@ -18,8 +18,8 @@ using dtwin::test::tiny_llama;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 99;
-constexpr int64_t kBatch = 2;
+constexpr std::uint64_t kSplitSeed = 99;
+constexpr int64_t kSplitBatch = 2;
 constexpr double kTolerance = 1e-6;
 
 struct Batch {
@@ -27,8 +27,8 @@ struct Batch {
 };
 
 Batch batch(const ModelSpec& spec) {
-  return {random_tokens(kBatch, spec.seq_len, spec.vocab_size, 11),
-          random_tokens(kBatch, spec.seq_len, spec.vocab_size, 12)};
+  return {random_tokens(kSplitBatch, spec.seq_len, spec.vocab_size, 11),
+          random_tokens(kSplitBatch, spec.seq_len, spec.vocab_size, 12)};
 }
 
 void check_close(const std::map<std::string, torch::Tensor>& actual,
@@ -79,11 +79,11 @@ TEST_CASE("I then W gives the gradients of B on the whole model", "[torch][split
   const ModelSpec spec = tiny_llama();
   const Batch data = batch(spec);
 
-  StageModule full(spec, 0, 4, true, true, kSeed);
+  StageModule full(spec, 0, 4, true, true, kSplitSeed);
   full.forward(data.ids, data.targets).backward();
   const auto expected = snapshot(full, /*grads=*/true);
 
-  StageModule split(spec, 0, 4, true, true, kSeed);
+  StageModule split(spec, 0, 4, true, true, kSplitSeed);
   WeightGradStash stash;
   const torch::Tensor loss = split.forward(data.ids, data.targets);
   {
@@ -109,19 +109,19 @@ TEST_CASE("I then W through two stages gives the gradients of B", "[torch][split
   const ModelSpec spec = tiny_llama();
   const Batch data = batch(spec);
 
-  StageModule full(spec, 0, 4, true, true, kSeed);
+  StageModule full(spec, 0, 4, true, true, kSplitSeed);
   full.forward(data.ids, data.targets).backward();
   const auto expected = snapshot(full, true);
 
   // Reference input gradient of the last stage: a plain B on a two-stage copy.
-  StageModule first_b(spec, 0, 2, true, false, kSeed);
-  StageModule last_b(spec, 2, 2, false, true, kSeed);
+  StageModule first_b(spec, 0, 2, true, false, kSplitSeed);
+  StageModule last_b(spec, 2, 2, false, true, kSplitSeed);
   const torch::Tensor boundary_b = first_b.forward(data.ids).detach().requires_grad_(true);
   last_b.forward(boundary_b, data.targets).backward();
   const torch::Tensor expected_input_grad = boundary_b.grad().clone();
 
-  StageModule first(spec, 0, 2, true, false, kSeed);
-  StageModule last(spec, 2, 2, false, true, kSeed);
+  StageModule first(spec, 0, 2, true, false, kSplitSeed);
+  StageModule last(spec, 2, 2, false, true, kSplitSeed);
   const torch::Tensor hidden = first.forward(data.ids);
   const torch::Tensor boundary = hidden.detach().requires_grad_(true);
   const torch::Tensor loss = last.forward(boundary, data.targets);
@@ -161,12 +161,12 @@ TEST_CASE("W accumulates into existing gradients like B does", "[torch][split]")
   const ModelSpec spec = tiny_llama();
   const Batch data = batch(spec);
 
-  StageModule full(spec, 0, 4, true, true, kSeed);
+  StageModule full(spec, 0, 4, true, true, kSplitSeed);
   for (int microbatch = 0; microbatch < 2; ++microbatch)
     full.forward(data.ids, data.targets).backward();
   const auto expected = snapshot(full, true);
 
-  StageModule split(spec, 0, 4, true, true, kSeed);
+  StageModule split(spec, 0, 4, true, true, kSplitSeed);
   split.forward(data.ids, data.targets).backward();  // microbatch 0: B
   WeightGradStash stash;
   {
