@@ -14,9 +14,9 @@ while [ $# -gt 0 ]; do
     shift
   fi
 done
-# ccache, when installed, lets the second configuration reuse every object whose flags do not
-# depend on the configuration: paths are hashed relative to the repository, so build/ and
-# build-cpu/ share one cache.
+# ccache, when installed, lets a configuration reuse every object whose flags and preprocessed
+# source it shares with another: paths are hashed relative to the repository, so every build
+# folder of every clone shares one cache.
 if command -v ccache >/dev/null 2>&1; then
   configure=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache "${configure[@]}")
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1

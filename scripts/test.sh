@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# README's test command: installs the dependencies, builds both configurations and runs every
-# test through CTest on the CPU.
-#   build/      the default configuration: with a CUDA LibTorch (the PyPI wheel) the CUDA code
-#               paths are compiled in (DTWIN_HAVE_CUDA=1); every test runs here, on the CPU.
-#   build-cpu/  the CPU-only configuration (-DDTWIN_CUDA=OFF): dtwin compiled and linked, so that
-#               both sides of the switch build on every change.
+# README's test command: installs the dependencies, builds the sanitizer configurations and runs
+# every test through CTest on the CPU.
+#   build-asan/ ASan and UBSan (every UB check fatal), with a CUDA LibTorch (the PyPI wheel) the
+#               CUDA code paths compiled in (DTWIN_HAVE_CUDA=1); every test runs here, on the CPU.
+#   build-tsan/ TSan, CPU-only (-DDTWIN_CUDA=OFF, so both sides of the switch build on every
+#               change): dtwin and the tests tagged [threads], those that run the runtime's
+#               threads; the first race report stops the process (halt_on_error) and fails its test
+#               (suppressions: tests/sanitizers/tsan.supp).
 #   build-fuzz/ the input readers' libFuzzer targets (clang, ASan, UBSan), each run for
 #               DTWIN_FUZZ_SECONDS (default 60) by scripts/fuzz.sh.
+# LibTorch and SimGrid stay uninstrumented. README's main command builds the plain build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/fetch_data.sh
-bash scripts/build.sh
-BUILD_DIR=build-cpu bash scripts/build.sh -DDTWIN_CUDA=OFF --target dtwin
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+BUILD_DIR=build-asan bash scripts/build.sh -DDTWIN_SANITIZE=address,undefined
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+BUILD_DIR=build-tsan bash scripts/build.sh -DDTWIN_CUDA=OFF -DDTWIN_SANITIZE=thread \
+  --target dtwin --target dtwin_train_tests --target dtwin_cli_tests
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/sanitizers/tsan.supp ${TSAN_OPTIONS:-}" \
+  ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L threads
 bash scripts/fuzz.sh "${DTWIN_FUZZ_SECONDS:-60}"

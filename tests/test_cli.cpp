@@ -313,7 +313,8 @@ TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the
   }
 }
 
-TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates the best 3") {
+TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates the best 3",
+          "[threads]") {
   const std::string out = std::filesystem::absolute("plan-quickstart-out").string();
   std::filesystem::remove_all(out);
   const Result result = run_dtwin("plan " + kQuickstart + " --gpus 4 --top 3 -o " + out);

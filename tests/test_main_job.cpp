@@ -7,7 +7,7 @@
 
 #include "tests/run_process.hpp"
 
-TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png") {
+TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png", "[threads]") {
   const std::string dir = "main-job-quickstart";
   std::filesystem::remove_all(dir);
   const auto result = dtwin::test::run_dtwin(std::string("run ") + DTWIN_SOURCE_DIR +

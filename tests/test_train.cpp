@@ -95,7 +95,7 @@ TEST_CASE("data parallelism trains the single-rank model: dp=2 allreduce and gat
   check_equal(train("dp2-gather-scatter", layout_args(2, 1, 2, "1f1b", 1, "gather-scatter")));
 }
 
-TEST_CASE("hybrid dp=2 x pp=2 trains the single-rank model") {
+TEST_CASE("hybrid dp=2 x pp=2 trains the single-rank model", "[threads]") {
   check_equal(train("dp2-pp2", layout_args(2, 2, 2, "1f1b")));
 }
 

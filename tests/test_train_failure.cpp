@@ -38,7 +38,7 @@ Outcome signal_rank_1(int signal, double timeout_s, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("killing a rank mid-step stops every rank and the launcher, naming it") {
+TEST_CASE("killing a rank mid-step stops every rank and the launcher, naming it", "[threads]") {
   const double timeout_s = 10;
   const Outcome outcome = signal_rank_1(SIGKILL, timeout_s, "train-kill");
   INFO(outcome.output);
@@ -52,7 +52,8 @@ TEST_CASE("killing a rank mid-step stops every rank and the launcher, naming it"
   CHECK_THAT(outcome.output, Catch::Contains("training failed: rank 1 died"));
 }
 
-TEST_CASE("a stalled rank (SIGSTOP) makes the others time out naming it and the launcher kill it") {
+TEST_CASE("a stalled rank (SIGSTOP) makes the others time out naming it and the launcher kill it",
+          "[threads]") {
   const double timeout_s = 5;
   const Outcome outcome = signal_rank_1(SIGSTOP, timeout_s, "train-stall");
   INFO(outcome.output);

@@ -110,7 +110,8 @@ bool wait_until_listening(int port, double limit_s) {
 
 }  // namespace
 
-TEST_CASE("a rank killed during ALLREDUCE stops the others within timeout_s + 5 s, naming it") {
+TEST_CASE("a rank killed during ALLREDUCE stops the others within timeout_s + 5 s, naming it",
+          "[threads]") {
   const std::string out = "fault-allreduce", log = out + ".log";
   fs::remove_all(out);
   const pid_t launcher =
@@ -215,7 +216,8 @@ TEST_CASE("a full output disk stops the run naming the file and leaves no partia
   CHECK(temporary_files(out).empty());
 }
 
-TEST_CASE("a taken store port (MASTER_PORT) stops the launcher before any rank starts") {
+TEST_CASE("a taken store port (MASTER_PORT) stops the launcher before any rank starts",
+          "[threads]") {
   const std::string out = "fault-port";
   fs::remove_all(out);
   const auto [fd, port] = listen_on_free_port();
@@ -230,7 +232,8 @@ TEST_CASE("a taken store port (MASTER_PORT) stops the launcher before any rank s
   CHECK_FALSE(fs::exists(out + "/loss.csv"));
 }
 
-TEST_CASE("a rank that never starts makes the started ones stop within timeout_s + 5 s") {
+TEST_CASE("a rank that never starts makes the started ones stop within timeout_s + 5 s",
+          "[threads]") {
   // Ranks 0 and 1 of a world of 3 started by hand, as torchrun or Slurm would; rank 2 never is.
   const std::string out = "fault-never-started";
   fs::remove_all(out);
@@ -256,7 +259,7 @@ TEST_CASE("a rank that never starts makes the started ones stop within timeout_s
   CHECK_FALSE(fs::exists(out + "/loss.csv"));
 }
 
-TEST_CASE("SIGINT or SIGTERM to the launcher stops every rank with exit code 1") {
+TEST_CASE("SIGINT or SIGTERM to the launcher stops every rank with exit code 1", "[threads]") {
   const int signal = GENERATE(SIGINT, SIGTERM);
   const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
   const std::string out = "fault-" + name, log = out + ".log";
