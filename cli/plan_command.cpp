@@ -99,7 +99,7 @@ int run_plan(const PlanOptions& options, const PlanTraining* training) {
 
   const LayoutSearch search = search_layouts(request, progress_bar("checking layouts"));
   std::vector<PlanRow> rows;
-  for (const LayoutCandidate& c : search.fitting) rows.push_back({&c, std::nullopt});
+  for (const LayoutCandidate& c : search.fitting) rows.push_back({&c, std::nullopt, std::nullopt});
   const std::vector<size_t> chosen = choose_distinct(rows, options.top);
   std::vector<const LayoutCandidate*> best;
   for (size_t i : chosen) best.push_back(rows[i].candidate);
