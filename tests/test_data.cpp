@@ -1,7 +1,8 @@
 // The data pipeline: data/corpus.txt (scripts/fetch_data.sh), the SentencePiece tokenizer and the
 // batches each rank reads. Without data/corpus.txt every test fails and says how to fetch it.
 // LibTorch first: it pulls in glog, whose CHECK macro must not replace Catch's.
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/equal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -49,29 +50,29 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::vector<std::vector<int64_t>> rows(const torch::Tensor& t) {
+std::vector<std::vector<int64_t>> rows(const at::Tensor& t) {
   std::vector<std::vector<int64_t>> out;
   for (int64_t i = 0; i < t.size(0); ++i) {
-    const torch::Tensor row = t[i].contiguous();
+    const at::Tensor row = t[i].contiguous();
     out.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
   }
   return out;
 }
 
 void check_batch(const Batch& b, int micro_batch_size) {
-  REQUIRE(b.inputs.dtype() == torch::kInt64);
-  REQUIRE(b.targets.dtype() == torch::kInt64);
-  REQUIRE(b.inputs.sizes() == torch::IntArrayRef({micro_batch_size, kSeqLen}));
-  REQUIRE(b.targets.sizes() == torch::IntArrayRef({micro_batch_size, kSeqLen}));
+  REQUIRE(b.inputs.dtype() == at::kLong);
+  REQUIRE(b.targets.dtype() == at::kLong);
+  REQUIRE(b.inputs.sizes() == at::IntArrayRef({micro_batch_size, kSeqLen}));
+  REQUIRE(b.targets.sizes() == at::IntArrayRef({micro_batch_size, kSeqLen}));
   CHECK(b.inputs.is_contiguous());
   CHECK(b.targets.is_contiguous());
-  CHECK(torch::equal(b.inputs.slice(1, 1, kSeqLen), b.targets.slice(1, 0, kSeqLen - 1)));
+  CHECK(at::equal(b.inputs.slice(1, 1, kSeqLen), b.targets.slice(1, 0, kSeqLen - 1)));
   CHECK(b.inputs.min().item<int64_t>() >= 0);
   CHECK(b.targets.max().item<int64_t>() < kVocab);
 }
 
 bool same(const Batch& a, const Batch& b) {
-  return torch::equal(a.inputs, b.inputs) && torch::equal(a.targets, b.targets);
+  return at::equal(a.inputs, b.inputs) && at::equal(a.targets, b.targets);
 }
 
 /// A fresh empty folder, removed at scope exit.

@@ -1,5 +1,7 @@
 #include "runtime/data/token_dataset.hpp"
 
+#include <ATen/ops/empty.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -162,8 +164,7 @@ int64_t TokenDataset::train_sequence_at(int64_t position, uint64_t seed) const {
 
 Batch TokenDataset::gather(const std::vector<int64_t>& starts) const {
   const int64_t span = static_cast<int64_t>(seq_len_) + 1;
-  torch::Tensor all =
-      torch::empty({static_cast<int64_t>(starts.size()), span}, torch::dtype(torch::kInt64));
+  at::Tensor all = at::empty({static_cast<int64_t>(starts.size()), span}, at::dtype(at::kLong));
   int64_t* out = all.data_ptr<int64_t>();
   for (size_t i = 0; i < starts.size(); ++i) {
     const int32_t* in = tokens_.data() + starts[i];

@@ -2,7 +2,7 @@
 // sequences that each rank reads (see TokenDataset::batch).
 #pragma once
 
-#include <torch/torch.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <map>
@@ -20,8 +20,8 @@ namespace dtwin::rt {
 /// targets[i][k] = inputs[i][k + 1] for k < seq_len - 1 (the targets are the inputs shifted by
 /// one token).
 struct Batch {
-  torch::Tensor inputs;
-  torch::Tensor targets;
+  at::Tensor inputs;
+  at::Tensor targets;
 };
 
 /// data_dir/corpus.txt encoded with ensure_tokenizer(data_dir, vocab_size): every line's ids
