@@ -57,13 +57,6 @@ else()
 endif()
 message(STATUS "dtwin CUDA code paths: ${dtwin_have_cuda} (DTWIN_CUDA=${DTWIN_CUDA})")
 
-# LibTorch's headers take about 28 s per translation unit to parse (torch/torch.h, gcc 12, measured
-# 2026-11-24); the targets whose sources include them compile as unity batches of up to 8 sources,
-# so that each batch parses them once.
-function(dtwin_torch_unity target)
-  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
-endfunction()
-
 add_library(dtwin_cuda_switch INTERFACE)
 target_compile_definitions(dtwin_cuda_switch INTERFACE DTWIN_HAVE_CUDA=${dtwin_have_cuda})
 
