@@ -21,5 +21,10 @@ if command -v ccache >/dev/null 2>&1; then
   configure=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache "${configure[@]}")
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 fi
+# Ninja for a new build folder (it schedules the two cores better than make: it compiles a target's
+# sources while its dependencies still link); a configured folder keeps its generator.
+if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
+  configure=(-G Ninja "${configure[@]}")
+fi
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${configure[@]}"
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"

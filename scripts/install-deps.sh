@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything dtwin needs to build, test and run, on Debian 12:
-#   - Debian's packages (compilers, clang's libFuzzer and sanitizer runtimes, SimGrid, yaml-cpp, fmt, Catch2, CLI11, nlohmann-json,
+#   - Debian's packages (compilers, Ninja, clang's libFuzzer and sanitizer runtimes, SimGrid, yaml-cpp, fmt, Catch2, CLI11, nlohmann-json,
 #     SentencePiece, zlib, the King James Bible text for the corpus, iproute2);
 #   - the project's virtual environment .venv/ with the pinned PyPI packages of
 #     scripts/requirements.txt: PyTorch (whose LibTorch, with CUDA, CMake builds against),
@@ -13,7 +13,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
-packages=(g++ cmake make pkg-config clang-format ccache clang libclang-rt-14-dev
+packages=(g++ cmake make ninja-build pkg-config clang-format ccache clang libclang-rt-14-dev
   libsimgrid-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
   libsentencepiece-dev libgloo-dev zlib1g-dev bible-kjv bible-kjv-text iproute2 python3 python3-venv)
 missing=()
