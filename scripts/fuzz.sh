@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of the input readers (tests/fuzz/) with clang, ASan and UBSan into
-# build-fuzz/ and runs each for SECONDS (default 60), seeded with scenarios/, the bad-input corpus,
-# the golden files and earlier findings (tests/fuzz/corpus/TARGET/). A crash, a leak, a timeout
-# (10 s on one input) or an escaped exception stops it with exit 1 and leaves the input under
-# build-fuzz/findings/; libFuzzer's last stats line (executions, coverage) is printed per target.
+# build-fuzz/ and runs each for SECONDS (default 60), one per core at a time, seeded with
+# scenarios/, the bad-input corpus, the golden files and earlier findings
+# (tests/fuzz/corpus/TARGET/). A crash, a leak, a timeout (10 s on one input) or an escaped
+# exception stops it with exit 1 and leaves the input under build-fuzz/findings/; libFuzzer's
+# last stats line (executions, coverage) is printed per target.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,14 +40,25 @@ seeds_of() {
   esac
 }
 mkdir -p build-fuzz/findings
+# Runs one target for $seconds; its libFuzzer output goes to build-fuzz/TARGET.log.
+fuzz() {
+  local work="build-fuzz/corpus/$1"
+  mkdir -p "$work" "tests/fuzz/corpus/$1"
+  # shellcheck disable=SC2046
+  build-fuzz/tests/fuzz/"$1" "$work" "tests/fuzz/corpus/$1" $(seeds_of "$1") \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/findings/$1-" >"build-fuzz/$1.log" 2>&1
+}
+# One target per core at a time: each still gets $seconds of one core.
+declare -A pid_of
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  fuzz "$target" &
+  pid_of[$target]=$!
+done
 status=0
 for target in "${targets[@]}"; do
-  work="build-fuzz/corpus/$target"
-  mkdir -p "$work" "tests/fuzz/corpus/$target"
-  # shellcheck disable=SC2046
-  if ! build-fuzz/tests/fuzz/"$target" "$work" "tests/fuzz/corpus/$target" $(seeds_of "$target") \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/findings/$target-" >"build-fuzz/$target.log" 2>&1; then
+  if ! wait "${pid_of[$target]}"; then
     echo "$target: FAILED (build-fuzz/$target.log, input under build-fuzz/findings/)"
     tail -30 "build-fuzz/$target.log"
     status=1
