@@ -9,7 +9,8 @@
 #               (suppressions: tests/sanitizers/tsan.supp).
 #   build-fuzz/ the input readers' libFuzzer targets (clang, ASan, UBSan), each run for
 #               DTWIN_FUZZ_SECONDS (default 60) by scripts/fuzz.sh.
-# LibTorch and SimGrid stay uninstrumented. README's main command builds the plain build/.
+# LibTorch, SimGrid and Catch2's runner stay uninstrumented. README's main command builds the
+# plain build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
