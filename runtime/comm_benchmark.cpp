@@ -22,7 +22,7 @@ void with_group(int ranks, const std::string& name,
   for (int rank = 0; rank < ranks; ++rank)
     threads.emplace_back([&, rank] {
       auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
-      body(rank, *make_group(Backend::Gloo, store, name, rank, ranks, kTimeout));
+      body(rank, *make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
     });
   for (std::thread& t : threads) t.join();
 }

@@ -47,12 +47,13 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
     }
   });
   const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
+  const GlooBinding bind{env.master_addr, env.gloo_interfaces};
   try {
-    world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s);
+    world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,
-                           layout.pp, timeout_s);
+                           layout.pp, timeout_s, bind);
     data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank), replica,
-                                layout.dp, timeout_s);
+                                layout.dp, timeout_s, bind);
   } catch (const std::exception& error) {
     report_lost("the rendezvous", {}, error_text(error));
   }

@@ -3,7 +3,14 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 
 #include "runtime/clock.hpp"
@@ -15,6 +22,42 @@
 #endif
 
 namespace dtwin::rt {
+namespace {
+
+// The address of this host's interface that routes to `host`: the source address the kernel
+// picks for a UDP socket connected to it (connecting a UDP socket sends nothing).
+std::string local_address_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (const int status = getaddrinfo(host.c_str(), "9", &hints, &found); status != 0)
+    throw std::runtime_error("cannot resolve MASTER_ADDR '" + host + "': " + gai_strerror(status));
+  std::string error = "no address";
+  for (const addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    const bool routed = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+    error = routed ? error : std::strerror(errno);
+    close(fd);
+    if (!routed) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* address =
+        local.ss_family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    inet_ntop(local.ss_family, address, text, sizeof text);
+    freeaddrinfo(found);
+    return text;
+  }
+  freeaddrinfo(found);
+  throw std::runtime_error("no interface of this host routes to MASTER_ADDR '" + host +
+                           "': " + error);
+}
+
+}  // namespace
 
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s) {
@@ -38,11 +81,15 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
-                                             double timeout_s) {
+                                             double timeout_s, const GlooBinding& bind) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
   if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    if (bind.interfaces.empty())
+      options->devices.push_back(
+          c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(bind.peer_host)));
+    for (const std::string& interface : bind.interfaces)
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
   }
 #if DTWIN_HAVE_CUDA

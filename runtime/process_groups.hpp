@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <string>
+#include <vector>
 
 #include "models/settings.hpp"
 
@@ -19,15 +20,24 @@ namespace dtwin::rt {
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s);
 
+/// Where a rank's Gloo connections bind, as in PyTorch: the interfaces named in `interfaces`
+/// (GLOO_SOCKET_IFNAME) when there are any, else the interface whose address routes to
+/// `peer_host` (MASTER_ADDR; 127.0.0.1 keeps every rank on the loopback interface).
+struct GlooBinding {
+  std::string peer_host;
+  std::vector<std::string> interfaces;
+};
+
 /// The process group `name` of `size` ranks, this one being `rank`, rendezvousing through the
 /// keys under "name/" in `store`. `backend` is runtime.backend: gloo (CPU tensors, and CUDA
-/// tensors in CUDA builds, over TCP on the loopback interface) or "nccl" (CUDA tensors; only in
-/// builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
-/// seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a CPU-only build,
-/// and c10::Error when the rendezvous fails.
+/// tensors in CUDA builds, over TCP from the address `bind` picks) or "nccl" (CUDA tensors;
+/// only in builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after
+/// `timeout_s` seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a
+/// CPU-only build, std::runtime_error when no address routes to `bind.peer_host`, and c10::Error
+/// when the rendezvous fails.
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
-                                             double timeout_s);
+                                             double timeout_s, const GlooBinding& bind);
 
 }  // namespace dtwin::rt

@@ -1,7 +1,10 @@
 #include "runtime/rank_env.hpp"
 
+#include <net/if.h>
+
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 
 #include "schedules/user_error.hpp"
@@ -32,6 +35,23 @@ int integer(const char* name, const std::string& text, int min,
   throw UserError(std::string(name) + ": expected an integer " + range + ", got '" + text + "'");
 }
 
+// GLOO_SOCKET_IFNAME, PyTorch's variable: interface names separated by ','.
+std::vector<std::string> gloo_interfaces_from_environment() {
+  const char* names = std::getenv("GLOO_SOCKET_IFNAME");
+  std::vector<std::string> interfaces;
+  if (!names || !*names) return interfaces;
+  std::stringstream list(names);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (if_nametoindex(name.c_str()) == 0)
+      throw UserError(
+          "GLOO_SOCKET_IFNAME: expected interfaces of this host separated by ',', "
+          "got '" +
+          std::string(names) + "' ('" + name + "' is not one)");
+    interfaces.push_back(name);
+  }
+  return interfaces;
+}
+
 }  // namespace
 
 std::optional<int> master_port_from_environment() {
@@ -55,6 +75,7 @@ std::optional<RankEnv> rank_env_from_environment() {
   env.local_world_size = local ? integer("LOCAL_WORLD_SIZE", local, 1) : env.world_size;
   const char* hosted = std::getenv("DTWIN_STORE_HOSTED");
   env.store_hosted_elsewhere = hosted && std::string(hosted) == "1";
+  env.gloo_interfaces = gloo_interfaces_from_environment();
   return env;
 }
 

@@ -3,11 +3,13 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtwin::rt {
 
-/// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (required together) and LOCAL_WORLD_SIZE
-/// (optional, default WORLD_SIZE), as torchrun, Slurm or mpirun wrappers set them.
+/// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (required together), LOCAL_WORLD_SIZE
+/// (optional, default WORLD_SIZE) and GLOO_SOCKET_IFNAME (optional), as torchrun, Slurm or mpirun
+/// wrappers set them.
 struct RankEnv {
   int rank = 0;
   int world_size = 1;
@@ -15,6 +17,9 @@ struct RankEnv {
   int master_port = 0;
   int local_world_size = 1;
   bool store_hosted_elsewhere = false;  ///< DTWIN_STORE_HOSTED=1: the launcher hosts the store
+  /// GLOO_SOCKET_IFNAME split at ',': the interfaces Gloo binds to (empty: the one that routes
+  /// to MASTER_ADDR).
+  std::vector<std::string> gloo_interfaces;
 };
 
 /// MASTER_PORT, or nullopt when it is unset or empty. Throws UserError unless it is a port
@@ -22,7 +27,8 @@ struct RankEnv {
 std::optional<int> master_port_from_environment();
 
 /// The rank environment, or nullopt when RANK is unset (dtwin then launches the ranks itself).
-/// Throws UserError naming the variable when one is missing or malformed.
+/// Throws UserError naming the variable when one is missing or malformed, or when
+/// GLOO_SOCKET_IFNAME names an interface this host does not have.
 std::optional<RankEnv> rank_env_from_environment();
 
 }  // namespace dtwin::rt

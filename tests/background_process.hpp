@@ -2,6 +2,8 @@
 // while it runs (signal it, kill one of its ranks) and time how it stops.
 #pragma once
 
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,13 +30,22 @@ inline std::string read_all(const std::string& path) {
 }
 
 /// Starts DTWIN_EXE with `args`, the variables `env` ("NAME=value") added to this process's
-/// environment, and stdout and stderr appended to `log` (emptied first). Returns its pid.
+/// environment, and stdout and stderr appended to `log` (emptied first); inside the network
+/// namespace `netns` (made by `ip netns add`) when one is named. Returns its pid; the child exits
+/// 126 when it cannot enter the namespace.
 inline pid_t start_dtwin(const std::vector<std::string>& args, const std::string& log,
-                         const std::vector<std::string>& env = {}) {
+                         const std::vector<std::string>& env = {}, const std::string& netns = "") {
   std::filesystem::remove(log);
   const pid_t pid = fork();
   if (pid == 0) {
     if (!freopen(log.c_str(), "a", stdout)) _exit(127);
+    if (!netns.empty()) {
+      const int fd = open(("/var/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+        std::printf("cannot enter network namespace %s\n", netns.c_str());
+        _exit(126);
+      }
+    }
     dup2(fileno(stdout), 2);
     for (const std::string& entry : env) putenv(const_cast<char*>(entry.c_str()));
     std::vector<char*> argv{const_cast<char*>(DTWIN_EXE)};

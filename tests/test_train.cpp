@@ -16,7 +16,9 @@
 #include <thread>
 
 #include "tests/run_process.hpp"
+#include "tests/small_training.hpp"
 
+using dtwin::test::losses;
 using dtwin::test::run_dtwin;
 
 namespace {
@@ -37,16 +39,6 @@ std::string layout_args(int dp, int pp, int m, const std::string& schedule, int 
          " --set layout.microbatches=" + std::to_string(m) + " --set layout.schedule=" + schedule +
          " --set layout.virtual_stages=" + std::to_string(v) + " --set layout.dp_sync=" + sync +
          " --set cluster.ranks_per_device=" + std::to_string(dp * pp);
-}
-
-// Losses of loss.csv (step, loss, tokens_per_s, seconds), in step order.
-std::vector<double> losses(const std::string& dir) {
-  std::ifstream in(dir + "/loss.csv");
-  std::string line;
-  std::getline(in, line);
-  std::vector<double> values;
-  while (std::getline(in, line)) values.push_back(std::stod(line.substr(line.find(',') + 1)));
-  return values;
 }
 
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,

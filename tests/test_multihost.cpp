@@ -1,0 +1,111 @@
+// Training across hosts: ranks started by hand, one per host, with the variables torchrun or
+// Slurm set (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each host a network namespace joined to
+// the others by a shaped link (tests/net_hosts.hpp).
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/background_process.hpp"
+#include "tests/net_hosts.hpp"
+#include "tests/small_training.hpp"
+
+namespace fs = std::filesystem;
+using namespace dtwin::test;
+
+namespace {
+
+constexpr int kStorePort = 29500;  // free: each set of hosts has its own network stack
+
+// Starts rank r of train_args(`name`-r, ...) on host r, rank 0's host holding the store. Both
+// "hosts" share this machine's cores, so LOCAL_WORLD_SIZE says 2, as the launcher would.
+std::vector<pid_t> start_ranks(const NetHosts& hosts, const std::string& name, int steps, int dp,
+                               int pp) {
+  std::vector<pid_t> ranks;
+  for (int rank = 0; rank < dp * pp; ++rank) {
+    const std::string out = name + "-" + std::to_string(rank);
+    fs::remove_all(out);
+    ranks.push_back(
+        start_dtwin(train_args(out, steps, dp, pp), out + ".log",
+                    {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(dp * pp),
+                     "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=" + NetHosts::address(0),
+                     "MASTER_PORT=" + std::to_string(kStorePort)},
+                    hosts.name(rank)));
+  }
+  return ranks;
+}
+
+}  // namespace
+
+TEST_CASE("dp=2 and pp=2 train across two hosts as on one, over 100 Mbit/s and 1 Gbit/s links") {
+  const std::string rate = GENERATE("100mbit", "1gbit");
+  const auto [dp, pp] = GENERATE(table<int, int>({{2, 1}, {1, 2}}));
+  const std::string name = "multihost-dp" + std::to_string(dp) + "-pp" + std::to_string(pp);
+  CAPTURE(rate, dp, pp);
+  const auto [local, local_log] = run(train_args(name + "-local", 3, dp, pp), name + "-local.log");
+  INFO(local_log);
+  REQUIRE(local.code == 0);
+
+  const NetHosts hosts(2, rate);
+  const std::vector<pid_t> ranks = start_ranks(hosts, name + "-" + rate, 3, dp, pp);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string out = name + "-" + rate + "-" + std::to_string(rank);
+    const auto [exit, log] = finish(ranks[rank], out + ".log", 300);
+    INFO(log);
+    CHECK(exit.code == 0);
+  }
+  // The last stage of replica 0 logs the loss (rank 0 under dp=2, rank 1 under pp=2); rank 0
+  // gathers the measured timeline of both.
+  const std::string reporter = name + "-" + rate + "-" + (pp == 2 ? "1" : "0");
+  const std::vector<double> measured = losses(reporter), expected = losses(name + "-local");
+  REQUIRE(expected.size() == 3);
+  REQUIRE(measured.size() == expected.size());
+  for (size_t step = 0; step < expected.size(); ++step)
+    CHECK(measured[step] == Approx(expected[step]).epsilon(1e-6));
+  CHECK(fs::exists(name + "-" + rate + "-0/measured.trace.json"));
+}
+
+TEST_CASE("a killed remote rank stops the other host's rank within timeout_s + 5 s, naming it") {
+  const NetHosts hosts(2, "1gbit");
+  const std::string name = "multihost-kill";
+  const std::vector<pid_t> ranks = start_ranks(hosts, name, 1000, 2, 1);
+  REQUIRE(wait_for_text(name + "-0/loss.csv", "\n2,", 120));
+  kill(ranks[1], SIGKILL);
+  const auto [exit, log] = finish(ranks[0], name + "-0.log", kTimeout + 30);
+  wait_exit(ranks[1], 5);
+  INFO(log);
+  CAPTURE(exit.code, exit.seconds);
+  CHECK(stopped_in_time(exit));
+  CHECK_THAT(log, Catch::Contains("rank 0: lost rank 1 during"));
+}
+
+TEST_CASE("malformed torchrun variables exit 2 naming the variable before any rendezvous") {
+  using Case = std::pair<std::vector<std::string>, std::string>;
+  const std::vector<std::string> good{"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                      "MASTER_PORT=29500"};
+  auto with = [&](const std::string& entry) {
+    std::vector<std::string> env = good;
+    const std::string key = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    env.push_back(entry);
+    return env;
+  };
+  const auto [env, message] = GENERATE_COPY(values<Case>({
+      {with("RANK=one"), "RANK: expected an integer >= 0, got 'one'"},
+      {with("RANK=2"), "RANK: expected < WORLD_SIZE (2), got '2'"},
+      {with("MASTER_PORT=70000"), "MASTER_PORT: expected an integer in 1..65535, got '70000'"},
+      {with("MASTER_ADDR="), "MASTER_ADDR: expected with RANK set"},
+      {with("GLOO_SOCKET_IFNAME=lo,nope0"),
+       "GLOO_SOCKET_IFNAME: expected interfaces of this host "
+       "separated by ',', got 'lo,nope0' ('nope0' is not one)"},
+  }));
+  const std::string out = "multihost-bad-env";
+  const auto [exit, log] = run(train_args(out, 1, 2, 1), out + ".log", env, 60);
+  INFO(log);
+  CHECK(exit.code == 2);
+  CHECK(exit.seconds < kTimeout);  // a rendezvous would wait for the missing rank that long
+  CHECK_THAT(log, Catch::Contains(message));
+  CHECK_FALSE(fs::exists(out + "/loss.csv"));
+}
