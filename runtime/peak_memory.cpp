@@ -1,6 +1,6 @@
 #include "runtime/peak_memory.hpp"
 
-#include <sys/resource.h>
+#include "runtime/cpu_tensor_memory.hpp"
 
 #if DTWIN_HAVE_CUDA
 #include <c10/cuda/CUDAFunctions.h>
@@ -16,9 +16,7 @@ double peak_memory_bytes(RuntimeDevice device) {
 #else
   if (device == RuntimeDevice::Cuda) return 0;
 #endif
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss * 1024.0;
+  return static_cast<double>(peak_cpu_tensor_bytes());
 }
 
 }  // namespace dtwin::rt

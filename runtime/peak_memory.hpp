@@ -5,9 +5,10 @@
 
 namespace dtwin::rt {
 
-/// Peak bytes of this process on `device` (runtime.device): for "cpu" the peak resident set
-/// size (getrusage ru_maxrss, which includes LibTorch itself); for "cuda" the CUDA caching
-/// allocator's peak allocated bytes on the current device (CUDA builds; 0 in CPU-only builds).
+/// Peak bytes of this process's tensors on `device` (runtime.device): for "cpu" the most bytes
+/// of live CPU tensor storage since count_cpu_tensor_bytes() (runtime/cpu_tensor_memory.hpp;
+/// 0 before it), not LibTorch's code and heap; for "cuda" the CUDA caching allocator's peak
+/// allocated bytes on the current device (CUDA builds; 0 in CPU-only builds).
 double peak_memory_bytes(RuntimeDevice device);
 
 }  // namespace dtwin::rt

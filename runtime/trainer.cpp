@@ -13,6 +13,7 @@
 #include "models/file_writer.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/cpu_tensor_memory.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/measured_summary.hpp"
@@ -116,6 +117,7 @@ int64_t resume(const std::string& output_dir, const sched::Layout& layout, int r
 int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
                const TrainOptions& options) {
   const sched::Layout& layout = schedule.layout;
+  count_cpu_tensor_bytes();  // the measured peak memory: every tensor from here on
   configure_threads(scenario.runtime.threads, env.local_world_size);
   torch::manual_seed(scenario.training.seed);
 

@@ -31,7 +31,7 @@ struct RankSummary {
   double compute_s = 0;          ///< F, B, I, W and OPTIM
   double comm_s = 0;             ///< exposed communication
   double idle_s = 0;             ///< step time - compute - exposed communication
-  double peak_memory_bytes = 0;  ///< predicted peak, or measured peak RSS (CPU) / allocator peak
+  double peak_memory_bytes = 0;  ///< predicted peak, or measured peak of live tensors
   bool memory_ok = true;         ///< peak memory fits the device's share
 };
 

@@ -1,0 +1,19 @@
+// The bytes CPU tensors occupy: a counting allocator in front of LibTorch's CPU allocator.
+#pragma once
+
+#include <cstddef>
+
+namespace dtwin::rt {
+
+/// Makes every later CPU tensor allocation of this process go through a counter in front of
+/// LibTorch's default CPU allocator (c10::SetCPUAllocator); idempotent and thread-safe. Storage
+/// allocated earlier is not counted, and its release is not subtracted.
+void count_cpu_tensor_bytes();
+
+/// Bytes of CPU tensor storage allocated since count_cpu_tensor_bytes() and not yet freed.
+std::size_t live_cpu_tensor_bytes();
+
+/// The most live_cpu_tensor_bytes() has been since count_cpu_tensor_bytes(), in bytes.
+std::size_t peak_cpu_tensor_bytes();
+
+}  // namespace dtwin::rt
