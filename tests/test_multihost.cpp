@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,24 @@ TEST_CASE("dp=2 and pp=2 train across two hosts as on one, over 100 Mbit/s and 1
   for (size_t step = 0; step < expected.size(); ++step)
     CHECK(measured[step] == Approx(expected[step]).epsilon(1e-6));
   CHECK(fs::exists(name + "-" + rate + "-0/measured.trace.json"));
+
+  // The gradients cross the shaped link: over 100 Mbit/s a ring all-reduce of 2 ranks sends each
+  // rank's whole gradient once (2·(n-1)/n of it), 4 bytes per parameter of train_args' LLaMA
+  // (quickstart.yaml's vocabulary of 4096 and 6 layers, d_model 64, ffn_hidden 128).
+  if (dp == 2 && rate == "100mbit") {
+    const double d = 64, f = 128, vocab = 4096, layers = 6;
+    const double params = 2 * vocab * d + layers * (4 * d * d + 3 * d * f + 2 * d) + d;
+    const double link_s = 4 * params / (100e6 / 8);
+    std::ifstream in(name + "-" + rate + "-0/measured.trace.json");
+    const nlohmann::json trace = nlohmann::json::parse(in);
+    int allreduces = 0;
+    for (const auto& event : trace.at("traceEvents")) {
+      if (event.at("args").value("kind", "") != "ALLREDUCE") continue;
+      ++allreduces;
+      CHECK(event["dur"].get<double>() * 1e-6 >= 0.9 * link_s);  // dur in µs
+    }
+    CHECK(allreduces == 2 * 3);  // each rank's, every step
+  }
 }
 
 TEST_CASE("a killed remote rank stops the other host's rank within timeout_s + 5 s, naming it") {
