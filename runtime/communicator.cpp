@@ -47,7 +47,10 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
     }
   });
   const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
-  const GlooBinding bind{env.master_addr, env.gloo_interfaces};
+  // Resolved once, outside the rendezvous: a host without a route to MASTER_ADDR is this rank's
+  // failure, not a lost peer.
+  const GlooBinding bind{env.gloo_interfaces.empty() ? local_address_toward(env.master_addr) : "",
+                         env.gloo_interfaces};
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,

@@ -22,10 +22,9 @@
 #endif
 
 namespace dtwin::rt {
-namespace {
 
-// The address of this host's interface that routes to `host`: the source address the kernel
-// picks for a UDP socket connected to it (connecting a UDP socket sends nothing).
+// The source address the kernel picks for a UDP socket connected to `host` (connecting a UDP
+// socket sends nothing).
 std::string local_address_toward(const std::string& host) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;
@@ -57,8 +56,6 @@ std::string local_address_toward(const std::string& host) {
                            "': " + error);
 }
 
-}  // namespace
-
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s) {
   c10d::TCPStoreOptions options;
@@ -86,8 +83,7 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
   if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));
     if (bind.interfaces.empty())
-      options->devices.push_back(
-          c10d::ProcessGroupGloo::createDeviceForHostname(local_address_toward(bind.peer_host)));
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind.address));
     for (const std::string& interface : bind.interfaces)
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);

@@ -21,20 +21,23 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
                                              double timeout_s);
 
 /// Where a rank's Gloo connections bind, as in PyTorch: the interfaces named in `interfaces`
-/// (GLOO_SOCKET_IFNAME) when there are any, else the interface whose address routes to
-/// `peer_host` (MASTER_ADDR; 127.0.0.1 keeps every rank on the loopback interface).
+/// (GLOO_SOCKET_IFNAME) when there are any, else the local `address`.
 struct GlooBinding {
-  std::string peer_host;
+  std::string address;
   std::vector<std::string> interfaces;
 };
 
+/// The address of this host's interface that routes to `host` (MASTER_ADDR; "127.0.0.1" for
+/// 127.0.0.1), as text. Throws std::runtime_error when `host` does not resolve or no interface
+/// routes to it.
+std::string local_address_toward(const std::string& host);
+
 /// The process group `name` of `size` ranks, this one being `rank`, rendezvousing through the
 /// keys under "name/" in `store`. `backend` is runtime.backend: gloo (CPU tensors, and CUDA
-/// tensors in CUDA builds, over TCP from the address `bind` picks) or "nccl" (CUDA tensors;
-/// only in builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after
-/// `timeout_s` seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a
-/// CPU-only build, std::runtime_error when no address routes to `bind.peer_host`, and c10::Error
-/// when the rendezvous fails.
+/// tensors in CUDA builds, over TCP from where `bind` says) or "nccl" (CUDA tensors; only in
+/// builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
+/// seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a CPU-only build,
+/// and c10::Error when the rendezvous fails.
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
