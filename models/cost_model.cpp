@@ -203,8 +203,9 @@ CostModel::CostModel(const Scenario& scenario)
   // Per layer, per microbatch, per GPU of the tensor-parallel group.
   const double matmul_flops = 2 * T * shape.layer_matmul / t;  // the weight products' forward
   const double attention_flops = 4 * T * s * d / t;            // QKᵀ and AV, forward
-  const double layer_activation = layer_activation_bytes({s, b, d, a, l.tp, l.sequence_parallel},
-                                                         l.recompute, model_.attention, bpe);
+  const double layer_activation = layer_activation_bytes(
+      {s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family},
+      l.recompute, model_.attention, bpe);
   const double head_flops = 2 * T * d * V / t;
   // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
   // full the whole layer, selective the attention core.
@@ -262,7 +263,8 @@ CostModel::CostModel(const Scenario& scenario)
       c.forward_flops += head_flops;
       c.input_backward_flops += head_flops;
       c.weight_backward_flops += head_flops;
-      c.activation_bytes += 2 * T * V * bpe / t;
+      c.activation_bytes += T * V * bpe / t;
+      c.backward_workspace_bytes = 2 * T * V * bpe / t;
       if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;

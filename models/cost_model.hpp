@@ -58,9 +58,10 @@ struct StageCost {
   double recompute_flops = 0;        ///< the part of I that recomputes forward work
   double weight_backward_flops = 0;  ///< W: gradient w.r.t. weights, per microbatch
   double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
-  double optimizer_flops = 0;        ///< one AdamW step over the stage's parameters
-  double tp_forward_s = 0;           ///< tensor-parallel collectives inside F, seconds
-  double tp_input_backward_s = 0;    ///< tensor-parallel collectives inside I (or B), seconds
+  double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs
+  double optimizer_flops = 0;           ///< one AdamW step over the stage's parameters
+  double tp_forward_s = 0;              ///< tensor-parallel collectives inside F, seconds
+  double tp_input_backward_s = 0;       ///< tensor-parallel collectives inside I (or B), seconds
   /// Compute seconds when the scenario names a device description (cluster.device.model).
   std::optional<KernelSeconds> kernel;
   double host_pass_s = 0;       ///< offloaded weights streamed in for each F and I (or B)
@@ -81,17 +82,19 @@ struct StageCost {
 ///    of the weight-free attention products, twice their forward: 8·T·s·d per layer.
 ///
 /// Activation bytes per microbatch (held from a stage's F until its backward frees them):
-///  - per layer layer_activation_bytes (models/parallel_memory.hpp): s·b·d·(34 + 5·a·s/d) bytes
-///    at 16-bit precision without recomputation or sequence/tensor parallelism (Korthikanti et
-///    al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1), and
-///    their Table 2 for tensor and sequence parallelism, selective and full recomputation and
-///    flash attention; scaled by bytes_per_element()/2 for fp32. The equations were derived for a
-///    GPT layer (GELU MLP of width 4d, dropout masks); they are applied unchanged to both
-///    families as an estimate;
+///  - per layer layer_activation_bytes (models/parallel_memory.hpp): for gpt2
+///    s·b·d·(34 + 5·a·s/d) bytes at 16-bit precision without recomputation or sequence/tensor
+///    parallelism (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+///    Transformer Models", eq. 1), and their Table 2 for tensor and sequence parallelism,
+///    selective and full recomputation and flash attention, scaled by bytes_per_element()/2;
+///    for llama the tensors autograd saves in the runtime's LLaMA layer, counted the same way
+///    (10·s·b·d + 4·s·b·f elements in fp32 without recomputation or tensor parallelism);
 ///  - the first stage adds the embedding output, T·d·bytes_per_element() (/tp with sequence
 ///    parallelism);
-///  - the last stage adds the logits and their softmax (which becomes their gradient),
-///    2·T·V·bytes_per_element() / tp (vocabulary-parallel head).
+///  - the last stage adds the log-softmax of the logits that the loss keeps,
+///    T·V·bytes_per_element() / tp (vocabulary-parallel head), and while its backward runs the
+///    gradients of the log-softmax and of the logits, 2·T·V·bytes_per_element() / tp more
+///    (backward_workspace_bytes).
 ///
 /// Recomputation adds to I the forward work it repeats: the whole layer's F for full, the
 /// attention products (4·T·s·d per layer) for selective. Tensor-parallel collectives (seconds,

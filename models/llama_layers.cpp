@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace dtwin::nn {
 
 TokenEmbeddingImpl::TokenEmbeddingImpl(std::int64_t vocab_size, std::int64_t d_model,
@@ -47,14 +49,22 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v) {
+                               const torch::Tensor& v, dtwin::Attention core) {
+  if (core == dtwin::Attention::Eager) {
+    const std::int64_t s = q.size(-2);
+    const torch::Tensor scores =
+        torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    const torch::Tensor future =
+        torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+    return torch::matmul(torch::softmax(scores.masked_fill(future, -INFINITY), -1), v);
+  }
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
                                           /*is_causal=*/true);
 }
 
 AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,
-                             const torch::TensorOptions& options)
-    : n_heads_(n_heads) {
+                             const torch::TensorOptions& options, dtwin::Attention core)
+    : n_heads_(n_heads), core_(core) {
   wq = register_module("wq", SplitLinear(d_model, d_model, options));
   wk = register_module("wk", SplitLinear(d_model, d_model, options));
   wv = register_module("wv", SplitLinear(d_model, d_model, options));
@@ -71,7 +81,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
   const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
   const torch::Tensor v = heads(wv(x));
-  const torch::Tensor out = causal_attention(q, k, v);  // [b, h, s, hd]
+  const torch::Tensor out = causal_attention(q, k, v, core_);  // [b, h, s, hd]
   return wo(out.transpose(1, 2).reshape({b, s, d}));
 }
 
@@ -88,9 +98,9 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 
 DecoderLayerImpl::DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads,
                                    std::int64_t ffn_hidden, double eps,
-                                   const torch::TensorOptions& options) {
+                                   const torch::TensorOptions& options, dtwin::Attention core) {
   attn_norm = register_module("attn_norm", RMSNorm(d_model, eps, options));
-  attn = register_module("attn", Attention(d_model, n_heads, options));
+  attn = register_module("attn", Attention(d_model, n_heads, options, core));
   mlp_norm = register_module("mlp_norm", RMSNorm(d_model, eps, options));
   mlp = register_module("mlp", FeedForward(d_model, ffn_hidden, options));
 }

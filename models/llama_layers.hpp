@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "models/settings.hpp"
 #include "models/split_linear.hpp"
 
 namespace dtwin::nn {
@@ -58,17 +59,21 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
                            const torch::Tensor& sin);
 
 /// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q, k, v [b, h, s, hd] -> [b, h, s, hd]; position i
-/// attends to positions 0..i (Vaswani et al. 2017, eq. 1). Computed by
+/// attends to positions 0..i (Vaswani et al. 2017, eq. 1). `core` Flash: through
 /// at::scaled_dot_product_attention with is_causal, which picks a fused kernel (flash or
-/// memory-efficient attention on CUDA, a blocked kernel on CPU).
+/// memory-efficient attention on CUDA, a blocked flash kernel on CPU) and keeps no [s, s]
+/// tensor for the backward; Eager: the explicit products and softmax, whose [b, h, s, s]
+/// probabilities autograd keeps.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v);
+                               const torch::Tensor& v,
+                               dtwin::Attention core = dtwin::Attention::Flash);
 
-/// Causal multi-head self-attention with RoPE on q and k; submodules wq, wk, wv, wo (SplitLinear,
-/// [d, d] each, no bias).
+/// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says;
+/// submodules wq, wk, wv, wo (SplitLinear, [d, d] each, no bias).
 class AttentionImpl : public torch::nn::Module {
  public:
-  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options);
+  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options,
+                dtwin::Attention core = dtwin::Attention::Flash);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
@@ -76,6 +81,7 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   std::int64_t n_heads_;
+  dtwin::Attention core_;
 };
 TORCH_MODULE(Attention);
 
@@ -97,7 +103,8 @@ TORCH_MODULE(FeedForward);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
-                   const torch::TensorOptions& options);
+                   const torch::TensorOptions& options,
+                   dtwin::Attention core = dtwin::Attention::Flash);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 

@@ -15,6 +15,38 @@ void check_zero(int zero) {
     throw std::invalid_argument("ZeRO stage " + std::to_string(zero) + " is not 0..3");
 }
 
+// Korthikanti et al. 2022 Table 2, in 16-bit bytes per sbh, scaled to bytes_per_element.
+double gpt_layer_bytes(const LayerActivationShape& x, Recompute recompute, Attention attention,
+                       double bytes_per_element) {
+  const double sbh = x.s * x.b * x.h, t = x.t;
+  const double scores = attention == Attention::Flash ? 0 : 5 * x.a * x.s / (x.h * t);
+  double per_sbh = 0;
+  switch (recompute) {
+    case Recompute::None:
+      per_sbh = (x.sequence_parallel ? 34 / t : 10 + 24 / t) + scores;
+      break;
+    case Recompute::Selective:
+      per_sbh = x.sequence_parallel ? 34 / t : 10 + 24 / t;
+      break;
+    case Recompute::Full:
+      per_sbh = x.sequence_parallel ? 2 / t : 2;
+      break;
+  }
+  return sbh * per_sbh * bytes_per_element / 2;
+}
+
+// The saved tensors of models/llama_layers.cpp's DecoderLayer (see the header), in bytes.
+double llama_layer_bytes(const LayerActivationShape& x, Recompute recompute, Attention attention,
+                         double e) {
+  const double sbh = x.s * x.b * x.h, t = x.t;
+  const double norm_shard = x.sequence_parallel ? t : 1;
+  if (recompute == Recompute::Full) return e * sbh / norm_shard;
+  const double norms = 2 * (4 + 2 * e) * sbh / norm_shard;  // fp32 input, normalised, output
+  const double softmax =
+      attention == Attention::Eager && recompute == Recompute::None ? x.a * x.s * x.s * x.b : 0;
+  return norms + e * (4 * sbh + softmax + 4 * x.s * x.b * x.f) / t;
+}
+
 }  // namespace
 
 double model_state_bytes(double params, int zero, int dp, Offload offload, double bytes_per_element,
@@ -46,21 +78,9 @@ double dp_traffic_elements(double params, int zero) {
 
 double layer_activation_bytes(const LayerActivationShape& x, Recompute recompute,
                               Attention attention, double bytes_per_element) {
-  const double sbh = x.s * x.b * x.h, t = x.t;
-  const double scores = attention == Attention::Flash ? 0 : 5 * x.a * x.s / (x.h * t);
-  double per_sbh = 0;
-  switch (recompute) {
-    case Recompute::None:
-      per_sbh = (x.sequence_parallel ? 34 / t : 10 + 24 / t) + scores;
-      break;
-    case Recompute::Selective:
-      per_sbh = x.sequence_parallel ? 34 / t : 10 + 24 / t;
-      break;
-    case Recompute::Full:
-      per_sbh = x.sequence_parallel ? 2 / t : 2;
-      break;
-  }
-  return sbh * per_sbh * bytes_per_element / 2;
+  return x.family == ModelFamily::Llama
+             ? llama_layer_bytes(x, recompute, attention, bytes_per_element)
+             : gpt_layer_bytes(x, recompute, attention, bytes_per_element);
 }
 
 double ring_half_seconds(double bytes, int n, double bandwidth, double latency) {

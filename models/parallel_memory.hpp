@@ -33,22 +33,38 @@ double model_state_bytes(double params, int zero, int dp, Offload offload = Offl
 double dp_traffic_elements(double params, int zero);
 
 /// Shape of one microbatch through one transformer layer: s tokens per sequence, b sequences,
-/// hidden size h, a attention heads, tensor-parallel degree t.
+/// hidden size h, a attention heads, feed-forward width f, tensor-parallel degree t.
 struct LayerActivationShape {
-  double s = 0, b = 0, h = 0, a = 0;
+  double s = 0, b = 0, h = 0, a = 0, f = 0;
   int t = 1;
   bool sequence_parallel = false;
+  ModelFamily family = ModelFamily::Gpt2;
 };
 
-/// Bytes of activations one transformer layer keeps per microbatch on one GPU, 16-bit elements
-/// scaled by bytes_per_element / 2, from Korthikanti et al. 2022 Table 2:
+/// Bytes of activations one transformer layer keeps per microbatch on one GPU, at
+/// bytes_per_element e per element.
+///
+/// gpt2: Korthikanti et al. 2022 Table 2, 16-bit figures scaled by e / 2:
 ///  - no recomputation: sbh(34 + 5as/h) at t = 1; sbh(10 + 24/t + 5as/(ht)) with tensor
 ///    parallelism; sbh(34/t + 5as/(ht)) with tensor and sequence parallelism;
 ///  - selective: the attention core (5as/h term) is recomputed: sbh(10 + 24/t), or 34sbh/t with
 ///    sequence parallelism;
 ///  - full: only the layer input, 2sbh (2sbh/t with sequence parallelism, whose input is the
 ///    sequence shard).
-/// Flash attention never stores the score and softmax tensors: the 5as/h term is dropped.
+///  Flash attention never stores the score and softmax tensors: the 5as/h term is dropped.
+///
+/// llama: what autograd saves in models/llama_layers.cpp (checked against the counting CPU
+/// allocator in tests/test_llama_activation_memory.cpp), counted the way Korthikanti et al.
+/// count a GPT layer, small per-token terms (RMS factors, SDPA's log-sum-exp) left out:
+///  - each of the two RMSNorms keeps its input upcast to fp32 (the input itself in fp32), its
+///    normalised value and its output: 2·(4 + 2e)·sbh bytes, replicated over the
+///    tensor-parallel group, divided by t with sequence parallelism;
+///  - attention keeps the rotated q and k, v, and the attention output (flash: SDPA's output;
+///    eager: the copy that feeds the output projection), 4 sbh elements; eager also keeps the
+///    softmax, a·s·s·b, dropped by selective recomputation;
+///  - SwiGLU keeps the gate and up projections, the SiLU output and their product, 4 sbf;
+///  the last two divided by t. Full recomputation keeps only the layer input, e·sbh (/t with
+///  sequence parallelism).
 double layer_activation_bytes(const LayerActivationShape& shape, Recompute recompute,
                               Attention attention, double bytes_per_element);
 

@@ -17,6 +17,8 @@ double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostMo
     if (!sched::is_compute(a.kind)) continue;
     stages.insert(a.stage);
     const double bytes = cost.stage(a.stage).activation_bytes;
+    if (a.kind == ActionKind::B || a.kind == ActionKind::I)
+      peak = std::max(peak, held + cost.stage(a.stage).backward_workspace_bytes);
     if (a.kind == ActionKind::F) held += bytes;
     if (a.kind == ActionKind::B || a.kind == ActionKind::W) held -= bytes;
     peak = std::max(peak, held);

@@ -44,7 +44,8 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     embed_ = register_module("embed", TokenEmbedding(spec.vocab_size, spec.d_model, options));
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
-    DecoderLayer layer(spec.d_model, spec.n_heads, spec.ffn_hidden, kNormEps, options);
+    DecoderLayer layer(spec.d_model, spec.n_heads, spec.ffn_hidden, kNormEps, options,
+                       spec.attention);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }

@@ -210,19 +210,30 @@ TEST_CASE("optimizer FLOPs are 12 per parameter", "[cost]") {
   for (const auto& st : m.stages()) CHECK(st.optimizer_flops == 12 * st.params);
 }
 
-TEST_CASE("activation memory follows Korthikanti et al. eq. 1", "[cost]") {
-  // s·b·d·(34 + 5·a·s/d) at 16 bits: 256·1·288·(34 + 5·6·256/288) = 73728·34 + 30·65536
-  const double layer16 = 73728.0 * 34 + 30.0 * 65536;  // 4,472,832 bytes
-  SECTION("fp32 doubles the 16-bit bytes") {
+TEST_CASE("activation memory per microbatch: LLaMA's saved tensors, GPT's Korthikanti eq. 1",
+          "[cost]") {
+  // The quickstart: s 256, b 1, d 288, a 6, f 768, eager attention; 2 layers per stage.
+  const double sbh = 256.0 * 288, sbf = 256.0 * 768, softmax = 6 * 256.0 * 256;
+  SECTION("llama, fp32: 10 sbh + 4 sbf + the softmax per layer, 4 bytes each") {
     const CostModel m(quickstart());
-    CHECK(m.stage(1).activation_bytes == Approx(2 * 2 * layer16));
-    CHECK(m.stage(0).activation_bytes == Approx(2 * 2 * layer16 + 256.0 * 288 * 4));
-    CHECK(m.stage(2).activation_bytes == Approx(2 * 2 * layer16 + 2 * 256.0 * 4096 * 4));
+    const double layer = 4 * (10 * sbh + 4 * sbf + softmax);
+    CHECK(m.stage(1).activation_bytes == Approx(2 * layer));
+    CHECK(m.stage(0).activation_bytes == Approx(2 * layer + 256.0 * 288 * 4));  // + embedding
+    // + the loss's log-softmax; its backward holds the two logit-sized gradients more
+    CHECK(m.stage(2).activation_bytes == Approx(2 * layer + 256.0 * 4096 * 4));
+    CHECK(m.stage(2).backward_workspace_bytes == Approx(2 * 256.0 * 4096 * 4));
+    CHECK(m.stage(1).backward_workspace_bytes == 0);
   }
-  SECTION("bf16") {
+  SECTION("llama, bf16: each RMSNorm also keeps an fp32 copy of its input") {
     const CostModel m(quickstart({"training.precision=bf16"}));
-    CHECK(m.stage(1).activation_bytes == Approx(2 * layer16));
-    CHECK(m.stage(2).activation_bytes == Approx(2 * layer16 + 2 * 256.0 * 4096 * 2));
+    const double layer = 2 * (4 + 2 * 2) * sbh + 2 * (4 * sbh + 4 * sbf + softmax);
+    CHECK(m.stage(1).activation_bytes == Approx(2 * layer));
+    CHECK(m.stage(2).activation_bytes == Approx(2 * layer + 256.0 * 4096 * 2));
+  }
+  SECTION("gpt2: s·b·d·(34 + 5·a·s/d) at 16 bits, doubled in fp32") {
+    const CostModel m(quickstart({"model.family=gpt2"}));
+    const double layer16 = sbh * 34 + 5 * softmax;  // 4,472,832 bytes
+    CHECK(m.stage(1).activation_bytes == Approx(2 * 2 * layer16));
   }
 }
 

@@ -57,7 +57,7 @@ TEST_CASE("activation bytes per layer follow Korthikanti et al. 2022 Table 2") {
   // GPT-3 175B's layer (Korthikanti Table 3): s 2048, b 1, h 12288, a 96, t 8, 16-bit.
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
   const auto bytes = [&](int tp, bool sp, Recompute r, Attention at = Attention::Eager) {
-    return dtwin::layer_activation_bytes(LayerActivationShape{s, b, h, a, tp, sp}, r, at, 2);
+    return dtwin::layer_activation_bytes(LayerActivationShape{s, b, h, a, 4 * h, tp, sp}, r, at, 2);
   };
   CHECK(bytes(1, false, Recompute::None) == Approx(sbh * (34 + 5 * a * s / h)).epsilon(0.005));
   CHECK(bytes(8, false, Recompute::None) ==
@@ -71,7 +71,7 @@ TEST_CASE("activation bytes per layer follow Korthikanti et al. 2022 Table 2") {
         Approx(bytes(8, true, Recompute::Selective)));
   CHECK(bytes(8, true, Recompute::Full) < bytes(8, true, Recompute::Selective));
   // fp32 elements double the figure.
-  CHECK(dtwin::layer_activation_bytes(LayerActivationShape{s, b, h, a, 8, true},
+  CHECK(dtwin::layer_activation_bytes(LayerActivationShape{s, b, h, a, 4 * h, 8, true},
                                       Recompute::Selective, Attention::Eager,
                                       4) == Approx(2 * bytes(8, true, Recompute::Selective)));
 }

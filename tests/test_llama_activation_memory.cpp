@@ -1,0 +1,86 @@
+// The LLaMA activation formula (models/parallel_memory.hpp) against what LibTorch really keeps:
+// the bytes a forward of the runtime's decoder layer leaves allocated, counted by the CPU
+// allocator the runtime measures peak memory with.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include "models/llama_layers.hpp"
+#include "models/parallel_memory.hpp"
+#include "runtime/cpu_tensor_memory.hpp"
+
+using namespace dtwin;
+
+namespace {
+
+// The quickstart's layer: d_model 288, 6 heads, SwiGLU width 768, 256 tokens, 2 sequences.
+constexpr std::int64_t kS = 256, kB = 2, kH = 288, kHeads = 6, kF = 768;
+
+// Bytes live after a forward of one layer at `dtype` (its output included) minus before.
+double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash) {
+  rt::count_cpu_tensor_bytes();
+  const auto options = torch::TensorOptions().dtype(dtype);
+  nn::DecoderLayer layer(kH, kHeads, kF, 1e-5, options, core);
+  for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
+  const auto [cos, sin] = nn::rotary_tables(kS, kH / kHeads, 10000, options);
+  const torch::Tensor x = torch::randn({kB, kS, kH}, options).requires_grad_(true);
+  const double before = static_cast<double>(rt::live_cpu_tensor_bytes());
+  const torch::Tensor y = layer->forward(x, cos, sin);
+  const double kept = static_cast<double>(rt::live_cpu_tensor_bytes()) - before;
+  y.sum().backward();  // the saved tensors were usable
+  return kept;
+}
+
+double formula(double bytes_per_element, Attention core = Attention::Flash) {
+  const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
+  return layer_activation_bytes(shape, Recompute::None, core, bytes_per_element);
+}
+
+}  // namespace
+
+TEST_CASE("a LLaMA layer keeps the activations the formula counts, in fp32 and bf16") {
+  // Beside what the formula counts, the forward leaves its output (the next layer's input) and
+  // small terms: SDPA's log-sum-exp and the two norms' RMS factors (b·s·(a + 2) floats). In fp32
+  // the formula counts the layer's input, allocated before, which the output matches in size;
+  // in bf16 the input is kept only as the first norm's fp32 copy, so the output adds e·sbh.
+  const double small = 4.0 * kB * kS * (kHeads + 2), output_bf16 = 2.0 * kS * kB * kH;
+  const double fp32 = forward_bytes(torch::kFloat32);
+  CHECK(fp32 == Approx(formula(4) + small).epsilon(0.01));
+  const double bf16 = forward_bytes(torch::kBFloat16);
+  CHECK(bf16 == Approx(formula(2) + small + output_bf16).epsilon(0.01));
+  // Eager attention keeps the softmax probabilities (a·s²·b floats) and the causal mask (s² bools)
+  // instead of SDPA's log-sum-exp.
+  const double eager = forward_bytes(torch::kFloat32, Attention::Eager);
+  CHECK(eager == Approx(formula(4, Attention::Eager) + 4.0 * kB * kS * 2 + kS * kS).epsilon(0.01));
+  // The fp32 figure is not the GPT one: Korthikanti's 34·sbh + 5·a·s²·b (16-bit) would be off.
+  const LayerActivationShape gpt{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Gpt2};
+  CHECK(std::abs(layer_activation_bytes(gpt, Recompute::None, Attention::Eager, 4) / fp32 - 1) >
+        0.1);
+}
+
+TEST_CASE("LLaMA activations under tensor and sequence parallelism and recomputation") {
+  const double s = 4096, b = 1, h = 4096, a = 32, f = 11008, t = 8, sbh = s * b * h;
+  const auto bytes = [&](int tp, bool sp, Recompute r, Attention at, double e = 2) {
+    return layer_activation_bytes({s, b, h, a, f, tp, sp, ModelFamily::Llama}, r, at, e);
+  };
+  const double norms = 2 * (4 + 2 * 2) * sbh;  // per norm: fp32 input, bf16 normalised, output
+  const double split_flash = 2 * (4 * sbh + 4 * s * b * f);
+  CHECK(bytes(1, false, Recompute::None, Attention::Flash) == Approx(norms + split_flash));
+  // Tensor parallelism divides the attention and SwiGLU tensors; the norms stay replicated.
+  CHECK(bytes(8, false, Recompute::None, Attention::Flash) == Approx(norms + split_flash / t));
+  // Sequence parallelism divides the norms' region too.
+  CHECK(bytes(8, true, Recompute::None, Attention::Flash) == Approx((norms + split_flash) / t));
+  // Eager attention also keeps the softmax (a·s²·b); selective recomputation drops it.
+  CHECK(bytes(8, false, Recompute::None, Attention::Eager) ==
+        Approx(norms + 2 * (4 * sbh + a * s * s * b + 4 * s * b * f) / t));
+  CHECK(bytes(8, false, Recompute::Selective, Attention::Eager) ==
+        Approx(norms + 2 * (4 * sbh + 4 * s * b * f) / t));
+  CHECK(bytes(8, false, Recompute::Selective, Attention::Flash) ==
+        Approx(bytes(8, false, Recompute::None, Attention::Flash)));
+  // Full recomputation keeps the layer input (its sequence shard with sequence parallelism).
+  CHECK(bytes(8, false, Recompute::Full, Attention::Eager) == Approx(2 * sbh));
+  CHECK(bytes(8, true, Recompute::Full, Attention::Eager) == Approx(2 * sbh / t));
+  // In fp32 a norm's input is its own fp32 copy: 10 sbh + 4 sbf elements.
+  CHECK(bytes(1, false, Recompute::None, Attention::Flash, 4) ==
+        Approx(4 * (10 * sbh + 4 * s * b * f)));
+}
