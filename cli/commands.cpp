@@ -20,6 +20,12 @@ Scenario ScenarioOptions::load() const {
   return load_scenario(path, overrides);
 }
 
+std::vector<std::string> ScenarioOptions::args() const {
+  std::vector<std::string> out{path};
+  for (const std::string& o : overrides) out.insert(out.end(), {"--set", o});
+  return out;
+}
+
 void add_output_option(CLI::App& cmd, std::string& output, const std::string& help) {
   cmd.add_option("-o,--output", output, help);
 }

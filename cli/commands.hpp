@@ -22,6 +22,8 @@ struct ScenarioOptions {
 
   /// The checked scenario (load_scenario). Throws ConfigError.
   Scenario load() const;
+  /// The command-line arguments that give these options again: PATH, then --set OVERRIDE each.
+  std::vector<std::string> args() const;
 };
 
 /// The options of the commands that train or measure a scenario on this machine (profile, train,
@@ -80,6 +82,9 @@ struct PlanTraining;
 void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* training = nullptr);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);
+/// `compute-probe` (hidden): one process of the profile's concurrency probe
+/// (runtime/concurrency_probe.hpp); `profile` and `run` start it, not users.
+void add_compute_probe_command(CLI::App& app, int& exit_code);
 /// `args`: the command line after the program name, which the launcher gives each rank.
 void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args);
 

@@ -1,20 +1,26 @@
 #include "cli/profile_cache.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 
 #include "models/profile.hpp"
+#include "runtime/network_calibration.hpp"
 #include "runtime/profiler.hpp"
 
 namespace dtwin {
 
-std::string measure_and_save_profile(const Scenario& scenario, const std::string& data_dir,
+std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
                                      const std::string& path) {
   const std::string target = path.empty() ? rt::profile_cache_path(scenario) : path;
   std::printf("profiling %s on this machine...\n", scenario.name.c_str());
   std::fflush(stdout);
   rt::ProfileOptions options;
-  options.data_dir = data_dir;
+  options.data_dir = job.data_dir;
+  options.probe_command = {"compute-probe"};
+  std::ranges::copy(job.scenario.args(), std::back_inserter(options.probe_command));
+  options.probe_command.insert(options.probe_command.end(), {"--data-dir", job.data_dir});
   const Profile profile = rt::measure_profile(scenario, options);
   const std::filesystem::path parent = std::filesystem::path(target).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -26,21 +32,46 @@ std::string measure_and_save_profile(const Scenario& scenario, const std::string
     std::printf("%6zu %10.2f %10.2f %10.2f %10.2f %10.2f\n", s, t.forward * 1e3, t.backward * 1e3,
                 t.input_backward * 1e3, t.weight_backward * 1e3, t.optimizer * 1e3);
   }
-  std::printf(
-      "p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks; "
-      "contention x%.3f\n",
-      profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
-      profile.allreduce_ranks, profile.contention);
+  std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
+              profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
+              profile.allreduce_ranks);
+  std::printf("slowdown with k ranks computing at once:");
+  for (size_t k = 0; k < profile.concurrency.size(); ++k)
+    std::printf(" k=%zu x%.3f", k + 1, profile.concurrency[k]);
+  std::printf("\n");
   return target;
 }
 
-std::string cached_profile(const Scenario& scenario, const std::string& data_dir) {
+Profile measure_network(const Scenario& scenario, const rt::RankEnv& env) {
+  constexpr int kRepeats = 5;
+  // Bulk transfers (the gradients) set the link's sustained rate; a message smaller than a
+  // switch's or shaper's burst buffer would measure the burst instead.
+  constexpr double kBandwidthMessage = 4 << 20;
+  const CostModel cost(scenario);
+  Profile network;
+  rt::calibrate_network(scenario, env, std::max(cost.boundary_bytes(), kBandwidthMessage),
+                        rt::allreduce_sizes(cost), kRepeats, network);
+  return network;
+}
+
+Profile with_network(Profile compute, const Profile& network) {
+  compute.inter_host_latency = network.inter_host_latency;
+  compute.inter_host_bandwidth = network.inter_host_bandwidth;
+  if (!network.allreduce.empty()) {
+    compute.allreduce = network.allreduce;
+    compute.allreduce_ranks = network.allreduce_ranks;
+    compute.allreduce_across_hosts = network.allreduce_across_hosts;
+  }
+  return compute;
+}
+
+std::string cached_profile(const MachineJobOptions& job, const Scenario& scenario) {
   const std::string path = rt::profile_cache_path(scenario);
   if (std::filesystem::exists(path)) {
     std::printf("reusing the profile %s\n", path.c_str());
     return path;
   }
-  return measure_and_save_profile(scenario, data_dir, path);
+  return measure_and_save_profile(job, scenario, path);
 }
 
 }  // namespace dtwin

@@ -3,16 +3,29 @@
 
 #include <string>
 
+#include "cli/commands.hpp"
+#include "models/profile.hpp"
 #include "models/scenario.hpp"
+#include "runtime/rank_env.hpp"
 
 namespace dtwin {
 
-/// Measures the scenario's profile (runtime/profiler.hpp) and saves it to `path`, or to its
-/// cache path when `path` is empty; prints the stage table. Returns the path written.
-std::string measure_and_save_profile(const Scenario& scenario, const std::string& data_dir,
+/// Measures the profile (runtime/profiler.hpp) of `scenario`, the one `job` names, with token
+/// batches from job.data_dir, and saves it to `path`, or to its cache path when `path` is empty;
+/// prints the stage table and the concurrency curve. Returns the path written.
+std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
                                      const std::string& path = "");
 
+/// The network of a torchrun-style launch as rank env.rank sees it (rt::calibrate_network with
+/// 5 timed repetitions, messages of max(stage boundary bytes, 4 MiB) for bandwidth and the
+/// profile's all-reduce sizes): the figures on rank 0, an empty profile elsewhere. Every rank must call it.
+Profile measure_network(const Scenario& scenario, const rt::RankEnv& env);
+
+/// `compute` with the network figures of `network` (rt::calibrate_network): its inter-host
+/// latency and bandwidth and, when it measured one, its all-reduce curve.
+Profile with_network(Profile compute, const Profile& network);
+
 /// The cached profile of the scenario on this machine, measured first if absent.
-std::string cached_profile(const Scenario& scenario, const std::string& data_dir);
+std::string cached_profile(const MachineJobOptions& job, const Scenario& scenario);
 
 }  // namespace dtwin

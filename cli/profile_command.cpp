@@ -2,22 +2,59 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/output_dir.hpp"
 #include "cli/profile_cache.hpp"
+#include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/concurrency_probe.hpp"
+#include "runtime/rank_env.hpp"
 
 namespace dtwin {
 namespace {
 
+// Under torchrun-style variables every rank measures the network with the others, then rank 0
+// profiles its host's compute (kept in the machine's cache) and writes both to -o, by default
+// out/<scenario name>/profile.yaml: the network figures belong to this launch, not the machine.
 int run_profile(const MachineJobOptions& options) {
   const Scenario scenario = options.scenario.load();
   rt::check_runtime_supports(scenario);
-  const std::string path = measure_and_save_profile(scenario, options.data_dir, options.output);
+  const auto env = rt::rank_env_from_environment();
+  Profile network;
+  if (env) {
+    check_world_size(scenario, *env);
+    network = measure_network(scenario, *env);
+    if (env->rank != 0) return 0;
+  }
+  if (!env) {
+    std::cout << "wrote " << measure_and_save_profile(options, scenario, options.output) << "\n";
+    return 0;
+  }
+  const std::string path =
+      options.output.empty() ? prepare_output_dir("", scenario) + "/profile.yaml" : options.output;
+  save_profile(with_network(load_profile(measure_and_save_profile(options, scenario)), network),
+               path);
   std::cout << "wrote " << path << "\n";
   return 0;
 }
 
+struct ProbeOptions : MachineJobOptions {
+  int rank = 0;
+};
+
+int run_probe(const ProbeOptions& options) {
+  return rt::run_compute_probe(options.scenario.load(), options.rank, options.data_dir);
+}
+
 }  // namespace
+
+void add_compute_probe_command(CLI::App& app, int& exit_code) {
+  auto [cmd, options] = add_guarded_command<ProbeOptions>(
+      app, exit_code, "compute-probe", "One process of the profile's concurrency probe", run_probe);
+  cmd->group("");  // hidden: `profile` starts it
+  add_data_dir_option(*cmd, options->data_dir);
+  cmd->add_option("--rank", options->rank, "Rank whose stages to run")->required();
+}
 
 void add_profile_command(CLI::App& app, int& exit_code) {
   auto [cmd, options] =

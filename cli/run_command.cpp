@@ -1,20 +1,25 @@
 // `dtwin run`: the main job — profile (or reuse the cache), simulate with the profile, train,
-// compare and plot, with one summary at the end.
+// compare and plot, with one summary at the end; under torchrun-style variables, one rank of a
+// launch over several hosts.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/plot_runner.hpp"
 #include "cli/profile_cache.hpp"
+#include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "cli/simulation_job.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/rank_env.hpp"
 
 namespace dtwin {
 namespace {
@@ -26,11 +31,8 @@ struct RunOptions : MachineJobOptions {
 // The training command line the launcher gives each rank.
 std::vector<std::string> train_args(const RunOptions& options, const std::string& dir,
                                     const std::string& profile) {
-  std::vector<std::string> args{"train", options.scenario.path};
-  for (const std::string& o : options.scenario.overrides) {
-    args.push_back("--set");
-    args.push_back(o);
-  }
+  std::vector<std::string> args{"train"};
+  std::ranges::copy(options.scenario.args(), std::back_inserter(args));
   args.insert(args.end(), {"--set", "cluster.device.profile=" + profile, "-o", dir, "--data-dir",
                            options.data_dir});
   return args;
@@ -46,37 +48,13 @@ bool plot(const std::string& dir) {
   return ok;
 }
 
-int run_main_job(const RunOptions& options) {
-  Scenario scenario = options.scenario.load();
-  const sched::Schedule schedule = build_schedule(scenario);
-  rt::check_runtime_supports(scenario);
-  const std::string dir = prepare_output_dir(options.output, scenario);
-  rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
-
-  std::cout << "== 1/5 profile\n";
-  const std::string profile_path =
-      std::filesystem::absolute(options.reprofile
-                                    ? measure_and_save_profile(scenario, options.data_dir)
-                                    : cached_profile(scenario, options.data_dir))
-          .string();
-  scenario.cluster.device.profile = profile_path;
-
-  std::cout << "== 2/5 simulate\n";
-  const std::optional<Profile> profile = scenario_profile(scenario);
-  sim::SimOptions sim_options;
-  sim_options.profile = &*profile;
-  simulate_and_write(scenario, schedule, sim_options, dir);
-
-  std::cout << "== 3/5 train (" << scenario.world_size() << " ranks)" << std::endl;
-  std::filesystem::remove(dir + "/digests.csv");
-  if (rt::launch_local(train_args(options, dir, profile_path), scenario.world_size(),
-                       scenario.runtime.timeout_s) != 0)
-    throw std::runtime_error("training failed; see the messages above");
-
-  std::cout << "== 4/5 compare\n";
+// Compares OUT's prediction with its measurement, plots, and prints the one-line summary.
+int compare_plot_and_summarise(const Scenario& scenario, const std::string& dir,
+                               const std::string& compare_step, const std::string& plot_step) {
+  std::cout << compare_step << " compare\n";
   const trace::Comparison comparison = compare_output_dir(dir);
 
-  std::cout << "== 5/5 plot\n";
+  std::cout << plot_step << " plot\n";
   const bool plotted = plot(dir);
 
   std::printf(
@@ -89,6 +67,71 @@ int run_main_job(const RunOptions& options) {
   std::printf("files in %s: predicted.*, measured.*, loss.csv, compare.json, report.md%s\n",
               dir.c_str(), plotted ? ", timeline.png, loss.png" : "");
   return 0;
+}
+
+void simulate_with(Scenario scenario, const sched::Schedule& schedule,
+                   const std::string& profile_path, const std::string& dir) {
+  scenario.cluster.device.profile = profile_path;
+  const std::optional<Profile> profile = scenario_profile(scenario);
+  sim::SimOptions sim_options;
+  sim_options.profile = &*profile;
+  simulate_and_write(scenario, schedule, sim_options, dir);
+}
+
+// `dtwin run` as one rank of a torchrun-style launch over several hosts: every rank measures the
+// network (rt::calibrate_network), then trains; rank 0 then profiles its host's compute (or
+// reuses the cache), writes OUT/profile.yaml with the measured network, simulates with it,
+// compares and plots. Training comes before the profile so that no rank waits for rank 0's
+// profiling at a rendezvous.
+int run_across_hosts(const RunOptions& options, const Scenario& scenario,
+                     const sched::Schedule& schedule, const rt::RankEnv& env,
+                     const std::string& dir) {
+  check_world_size(scenario, env);
+  std::cout << "== 1/6 network (rank " << env.rank << " of " << env.world_size << ")" << std::endl;
+  const Profile network = measure_network(scenario, env);
+
+  std::cout << "== 2/6 train" << std::endl;
+  rt::TrainOptions train;
+  train.output_dir = dir;
+  train.data_dir = options.data_dir;
+  if (const int code = train_this_rank(scenario, schedule, env, train); code != 0 || env.rank != 0)
+    return code;
+
+  std::cout << "== 3/6 profile\n";
+  const std::string compute = options.reprofile ? measure_and_save_profile(options, scenario)
+                                                : cached_profile(options, scenario);
+  const std::string profile_path = std::filesystem::absolute(dir + "/profile.yaml").string();
+  save_profile(with_network(load_profile(compute), network), profile_path);
+
+  std::cout << "== 4/6 simulate\n";
+  simulate_with(scenario, schedule, profile_path, dir);
+  return compare_plot_and_summarise(scenario, dir, "== 5/6", "== 6/6");
+}
+
+int run_main_job(const RunOptions& options) {
+  const Scenario scenario = options.scenario.load();
+  const sched::Schedule schedule = build_schedule(scenario);
+  rt::check_runtime_supports(scenario);
+  const std::string dir = prepare_output_dir(options.output, scenario);
+  rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  if (const auto env = rt::rank_env_from_environment())
+    return run_across_hosts(options, scenario, schedule, *env, dir);
+
+  std::cout << "== 1/5 profile\n";
+  const std::string profile_path =
+      std::filesystem::absolute(options.reprofile ? measure_and_save_profile(options, scenario)
+                                                  : cached_profile(options, scenario))
+          .string();
+
+  std::cout << "== 2/5 simulate\n";
+  simulate_with(scenario, schedule, profile_path, dir);
+
+  std::cout << "== 3/5 train (" << scenario.world_size() << " ranks)" << std::endl;
+  std::filesystem::remove(dir + "/digests.csv");
+  if (rt::launch_local(train_args(options, dir, profile_path), scenario.world_size(),
+                       scenario.runtime.timeout_s) != 0)
+    throw std::runtime_error("training failed; see the messages above");
+  return compare_plot_and_summarise(scenario, dir, "== 4/5", "== 5/5");
 }
 
 }  // namespace

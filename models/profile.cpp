@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 
 #include <yaml-cpp/yaml.h>
 
@@ -48,8 +50,9 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
 }
 
 void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
-  const Section s = root.section("allreduce", {"ranks", "points"});
+  const Section s = root.section("allreduce", {"ranks", "across_hosts", "points"});
   p.allreduce_ranks = s.integer("ranks", 0);
+  s.boolean("across_hosts", p.allreduce_across_hosts);
   const std::vector<Field> points =
       items(origin, s.get("points"), "a list of {bytes, seconds} points", true);
   for (const Field& f : points) {
@@ -91,29 +94,59 @@ double Profile::allreduce_seconds(double bytes) const {
   return std::max(0.0, a.seconds + (bytes - a.bytes) * slope);
 }
 
+double Profile::allreduce_overhead_s_per_byte() const {
+  const double bandwidth = allreduce_across_hosts ? inter_host_bandwidth : p2p_bandwidth;
+  if (allreduce.empty() || allreduce_ranks < 2 || bandwidth <= 0) return 0;
+  const AllReducePoint& largest = allreduce.back();
+  const double n = allreduce_ranks;
+  const double sent = 2 * (n - 1) * largest.bytes / n;
+  const double link = allreduce_across_hosts
+                          ? 2 * (n - 1) * inter_host_latency + sent / bandwidth
+                          : 2 * (n - 1) * (p2p_latency + largest.bytes / bandwidth);
+  return sent > 0 ? std::max(0.0, (largest.seconds - link) / sent) : 0;
+}
+
+double Profile::concurrency_slowdown(int n) const {
+  if (concurrency.empty()) throw std::logic_error("concurrency_slowdown: no measured curve");
+  const int measured = static_cast<int>(concurrency.size());
+  if (n <= measured) return concurrency[std::max(n, 1) - 1];
+  return concurrency.back() * n / measured;
+}
+
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
-         allreduce == other.allreduce && allreduce_ranks == other.allreduce_ranks &&
-         contention == other.contention;
+         inter_host_latency == other.inter_host_latency &&
+         inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
+         allreduce_ranks == other.allreduce_ranks &&
+         allreduce_across_hosts == other.allreduce_across_hosts && concurrency == other.concurrency;
 }
 
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
-  const Section root(origin, Field{doc, "", doc.Mark()},
-                     {"machine", "threads", "contention", "stages", "p2p", "allreduce"});
+  const Section root(
+      origin, Field{doc, "", doc.Mark()},
+      {"machine", "threads", "concurrency", "stages", "p2p", "inter_host", "allreduce"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
   root.integer("threads", 1, p.threads);
-  root.quantity("contention", Quantity::Count, true, p.contention);
+  if (const std::optional<Field> curve = root.find("concurrency")) {
+    for (const Field& f :
+         items(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks", false))
+      p.concurrency.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
+  }
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
   }
   const Section p2p = root.section("p2p", {"latency", "bandwidth"});
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
+  if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth"})) {
+    p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
+    p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
+  }
   read_allreduce(origin, root, p);
   return p;
 }
@@ -124,7 +157,11 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::BeginMap;
   out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
   out << YAML::Key << "threads" << YAML::Value << profile.threads;
-  out << YAML::Key << "contention" << YAML::Value << number(profile.contention);
+  if (!profile.concurrency.empty()) {
+    out << YAML::Key << "concurrency" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (double slowdown : profile.concurrency) out << number(slowdown);
+    out << YAML::EndSeq;
+  }
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
   for (const StageSeconds& s : profile.stages) {
     out << YAML::Flow << YAML::BeginMap;
@@ -140,8 +177,15 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
   out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);
   out << YAML::EndMap;
+  if (profile.inter_host_bandwidth > 0) {
+    out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "latency" << YAML::Value << number(profile.inter_host_latency);
+    out << YAML::Key << "bandwidth" << YAML::Value << number(profile.inter_host_bandwidth);
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "ranks" << YAML::Value << profile.allreduce_ranks;
+  if (profile.allreduce_across_hosts) out << YAML::Key << "across_hosts" << YAML::Value << true;
   out << YAML::Key << "points" << YAML::Value;
   if (profile.allreduce.empty()) out << YAML::Flow;
   out << YAML::BeginSeq;

@@ -7,12 +7,15 @@
 //
 //   machine: "host-x gloo cpu"     # free text (optional, default "")
 //   threads: 1                     # intra-op threads per rank when measuring (optional, >= 1)
+//   concurrency: [1, 1.08, 1.62]   # slowdown with k = 1, 2, ... ranks busy at once (optional)
 //   stages:                        # one per stage, in stage order; seconds per microbatch
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
+//   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   allreduce:
 //     ranks: 2                     # size of the group the points were measured over
+//     across_hosts: false          # optional: the group spanned hosts (else one host's loopback)
 //     points:                      # strictly increasing bytes; may be empty (not measured)
 //       - {bytes: 1MB, seconds: 0.001}
 //
@@ -49,15 +52,21 @@ struct Profile {
   std::string source;   ///< the file it was read from ("" if built in memory)
   std::string machine;  ///< free text, e.g. hostname + backend
   int threads = 1;      ///< intra-op threads per rank used when measuring
-  /// Slowdown of a rank's compute, beyond its fair share of the cores, when more ranks than
-  /// cores share the device and all compute at once (cache and memory-bandwidth contention);
-  /// 1 when the ranks fit the cores. The simulator stretches profiled compute by it.
-  double contention = 1;
-  std::vector<StageSeconds> stages;       ///< one per stage, in stage order
-  double p2p_latency = 0;                 ///< seconds
-  double p2p_bandwidth = 0;               ///< bytes/s
+  /// Slowdown of one rank's compute when k ranks of one host compute at once, k = 1, 2, ...:
+  /// concurrency[k-1] = seconds of an action with k ranks busy / seconds with it alone, measured
+  /// with k real processes (time-slicing of the cores, shared caches and memory bandwidth).
+  /// Empty: not measured, and the simulator shares the host's cores fairly.
+  std::vector<double> concurrency;
+  std::vector<StageSeconds> stages;  ///< one per stage, in stage order
+  double p2p_latency = 0;            ///< seconds
+  double p2p_bandwidth = 0;          ///< bytes/s
+  /// Measured between the hosts of a multi-host launch (median over host pairs): one-way
+  /// seconds of a small message and bytes/s of a large one; 0 when not measured.
+  double inter_host_latency = 0;
+  double inter_host_bandwidth = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
   int allreduce_ranks = 0;                ///< the group size the points were measured over
+  bool allreduce_across_hosts = false;    ///< the group spanned hosts, one rank per host
 
   /// Seconds for an all-reduce of `bytes` over `allreduce_ranks` ranks: linear interpolation
   /// between the two points around `bytes`; outside the measured range, the line through the
@@ -65,6 +74,22 @@ struct Profile {
   /// first point is clamped at 0). One point: the line through the origin and that point (pure
   /// bandwidth). No point: 0.
   double allreduce_seconds(double bytes) const;
+
+  /// Seconds per byte that a ring all-reduce step costs beyond moving the bytes over the link:
+  /// what Gloo does on the CPU (copies between user and socket buffers, the reduction
+  /// arithmetic at memory bandwidth, TCP overheads). Fitted at the largest measured point S over
+  /// n = allreduce_ranks: the ring (Patarasuk & Yuan 2009) takes 2(n-1) steps in which every
+  /// rank sends S/n. With all n ranks on one host the n flows of a step share its loopback link,
+  /// so the link's part is 2(n-1)(p2p_latency + S/p2p_bandwidth); across hosts each flow has
+  /// its host's link, 2(n-1)(inter_host_latency + S/(n·inter_host_bandwidth)). The rest of
+  /// seconds(S), divided by the 2(n-1)·S/n bytes a rank sends, never negative; 0 without points
+  /// or the link's figures.
+  double allreduce_overhead_s_per_byte() const;
+
+  /// Slowdown of each of `n` >= 1 ranks computing at once on one host: concurrency[n-1], and
+  /// beyond the K measured points concurrency[K-1] * n / K (the K ranks' throughput time-sliced
+  /// among n). Throws std::logic_error when concurrency is empty.
+  double concurrency_slowdown(int n) const;
 
   /// Equal measurements: every field but `source`.
   bool operator==(const Profile& other) const;

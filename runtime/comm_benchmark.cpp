@@ -27,31 +27,47 @@ void with_group(int ranks, const std::string& name,
   for (std::thread& t : threads) t.join();
 }
 
-// Median one-way seconds of a ping-pong of `bytes` between ranks 0 and 1.
-double one_way_seconds(c10d::Backend& group, int rank, double bytes, int repeats) {
+}  // namespace
+
+double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats) {
   std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
   std::vector<double> times;
   for (int i = -2; i < repeats; ++i) {
     const double start = wall_seconds();
-    if (rank == 0) {
-      group.send(buffer, 1, i + 2)->wait();
-      group.recv(buffer, 1, i + 2)->wait();
+    if (starts) {
+      group.send(buffer, peer, i + 2)->wait();
+      group.recv(buffer, peer, i + 2)->wait();
     } else {
-      group.recv(buffer, 0, i + 2)->wait();
-      group.send(buffer, 0, i + 2)->wait();
+      group.recv(buffer, peer, i + 2)->wait();
+      group.send(buffer, peer, i + 2)->wait();
     }
     if (i >= 0) times.push_back((wall_seconds() - start) / 2);
   }
   return median(times);
 }
 
-}  // namespace
+std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,
+                                             int repeats) {
+  std::vector<AllReducePoint> points;
+  for (double bytes : sizes) {
+    std::vector<torch::Tensor> buffer{torch::ones({std::max<int64_t>(1, bytes / 4)})};
+    std::vector<double> times;
+    for (int i = -2; i < repeats; ++i) {
+      group.barrier()->wait();
+      const double start = wall_seconds();
+      group.allreduce(buffer)->wait();
+      if (i >= 0) times.push_back(wall_seconds() - start);
+    }
+    points.push_back({bytes, median(times)});
+  }
+  return points;
+}
 
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
                            const std::vector<double>& allreduce_bytes, int repeats) {
   with_group(2, "p2p", [&](int rank, c10d::Backend& group) {
-    const double latency = one_way_seconds(group, rank, 4, repeats);
-    const double large = one_way_seconds(group, rank, message_bytes, repeats);
+    const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, repeats);
+    const double large = one_way_seconds(group, 1 - rank, rank == 0, message_bytes, repeats);
     if (rank == 0) {
       profile.p2p_latency = latency;
       profile.p2p_bandwidth = message_bytes / std::max(large - latency, 1e-9);
@@ -61,17 +77,8 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
   profile.allreduce_ranks = allreduce_ranks >= 2 ? allreduce_ranks : 0;
   if (allreduce_ranks < 2) return;
   with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::Backend& group) {
-    for (double bytes : allreduce_bytes) {
-      std::vector<torch::Tensor> buffer{torch::ones({std::max<int64_t>(1, bytes / 4)})};
-      std::vector<double> times;
-      for (int i = -2; i < repeats; ++i) {
-        group.barrier()->wait();
-        const double start = wall_seconds();
-        group.allreduce(buffer)->wait();
-        if (i >= 0) times.push_back(wall_seconds() - start);
-      }
-      if (rank == 0) profile.allreduce.push_back({bytes, median(times)});
-    }
+    std::vector<AllReducePoint> points = allreduce_points(group, allreduce_bytes, repeats);
+    if (rank == 0) profile.allreduce = std::move(points);
   });
 }
 

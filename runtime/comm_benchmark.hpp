@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
 #include "models/profile.hpp"
 
 namespace dtwin::rt {
@@ -11,6 +13,16 @@ namespace dtwin::rt {
 /// loopback sockets. Sets profile.p2p_latency (half the median round trip of a 4-byte message)
 /// and p2p_bandwidth (bytes / (one-way time of `message_bytes` - latency)) and, for ranks >= 2
 /// in `allreduce_ranks`, one all-reduce point per size in `allreduce_bytes` (median seconds).
+/// Median one-way seconds of `repeats` ping-pongs of `bytes` with rank `peer` of `group` (after
+/// 2 untimed): half the round trip. The rank that `starts` sends first; the peer calls it with
+/// starts = false.
+double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats);
+
+/// The median seconds of `repeats` all-reduces (after 2 untimed, each after a barrier) of every
+/// size in `sizes` (bytes of fp32) over `group`; every member calls it.
+std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,
+                                             int repeats);
+
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
                            const std::vector<double>& allreduce_bytes, int repeats);
 

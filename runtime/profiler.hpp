@@ -2,7 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "models/cost_model.hpp"
 #include "models/profile.hpp"
 #include "models/scenario.hpp"
 
@@ -13,20 +15,28 @@ struct ProfileOptions {
   std::string data_dir = "data";  ///< for real token batches (stage 0 input, last-stage targets)
   int warmup = 3;                 ///< untimed repetitions before measuring
   int repeats = 15;               ///< timed repetitions; the median is kept
+  /// Arguments that make this executable run `compute-probe` on the same scenario (see
+  /// concurrency_probe.hpp); empty: the concurrency curve is not measured.
+  std::vector<std::string> probe_command;
 };
 
 /// Measures, with the thread count each rank will train with (runtime.threads, or the cores
 /// shared by the scenario's world size), the median seconds of F, B, I, W and the optimizer
-/// step of every stage at the scenario's micro-batch size; the point-to-point latency and
+/// step of every stage at the scenario's micro-batch size, gradients accumulating over
+/// layout.microbatches microbatches per step as in training; the point-to-point latency and
 /// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
-/// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, when more ranks
-/// share a device than it has cores, the contention factor (Profile::contention) measured by
-/// running that many ranks' F and B at once.
+/// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with a probe
+/// command, the concurrency curve (Profile::concurrency) measured by running k = 1 ...
+/// cluster.ranks_per_device processes' F and B at once.
 Profile measure_profile(const Scenario& scenario, const ProfileOptions& options);
 
+/// The message sizes, in bytes, at which the profile measures all-reduces: 4 KiB, then x8 while
+/// below stage 0's gradient bytes, and those.
+std::vector<double> allreduce_sizes(const CostModel& cost);
+
 /// Where the profile of `scenario` on this machine is cached: .cache/profiles/<key>.yaml, the
-/// key a hash of the host name, core count, model, stage split, micro-batch size, precision,
-/// backend, thread count and dp, so that a change to any of them re-measures.
+/// key a hash of the host name, core count, model, stage split, micro-batch size and count,
+/// precision, backend, thread count and dp, so that a change to any of them re-measures.
 std::string profile_cache_path(const Scenario& scenario);
 
 }  // namespace dtwin::rt

@@ -2,6 +2,7 @@
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 
@@ -31,7 +32,14 @@ double route_latency(const Platform& platform, int from_rank, int to_rank) {
   return latency;
 }
 
-// `steps` ring steps of bytes/N each to the next member.
+// The CPU work of sending and reducing `bytes` in ring steps (Platform::collective_cpu_s_per_byte),
+// one thread on the calling actor's host.
+void process_on_cpu(const Platform& platform, double bytes) {
+  const double seconds = platform.collective_cpu_s_per_byte * bytes;
+  if (seconds > 0) sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
+}
+
+// `steps` ring steps of bytes/N each to the next member, each followed by its CPU work.
 void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
                 const Platform& platform) {
   const int n = static_cast<int>(group.ranks.size());
@@ -39,10 +47,14 @@ void ring_steps(const Group& group, double bytes, int steps, CollectiveModel mod
   const int next = (group.me + 1) % n;
   const double chunk = bytes / n;
   if (model == CollectiveModel::Message) {
-    for (int step = 0; step < steps; ++step) exchange(group, next, step, chunk);
+    for (int step = 0; step < steps; ++step) {
+      exchange(group, next, step, chunk);
+      process_on_cpu(platform, chunk);
+    }
     return;
   }
   exchange(group, next, 0, steps * chunk);
+  process_on_cpu(platform, steps * chunk);
   const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
   sg4::this_actor::sleep_for((steps - 1) * alpha);
 }

@@ -22,7 +22,8 @@ struct Group {
 };
 
 /// Ring all-reduce of `bytes` per rank (Patarasuk & Yuan 2009): reduce-scatter then all-gather,
-/// 2(N-1) steps of bytes/N to the next rank, so 2(N-1)(α + bytes/(N·β)) on a uniform star.
+/// 2(N-1) steps of bytes/N to the next rank, so 2(N-1)(α + bytes/(N·β)) on a uniform star, each
+/// step followed by its CPU work, platform.collective_cpu_s_per_byte · bytes/N seconds alone.
 /// Message: each step is a real send to the next rank and a receive from the previous one.
 /// Flow: one message of 2(N-1)·bytes/N to the next rank, then 2(N-1)-1 further route latencies
 /// (the other steps' α); equal to Message when every step sees the same bandwidth, and it keeps

@@ -24,15 +24,29 @@ struct Node {
   simgrid::kernel::routing::NetPoint* gateway;
 };
 
+// The capacity of a device while n executions of `threads` threads each run on it, so that each
+// thread computes at speed / slowdown(n) (SimGrid's non-linear sharing: the callback returns the
+// capacity that max-min then shares among the n).
+sg4::NonLinearResourceCb measured_sharing(const Profile& profile, int threads, double speed) {
+  return [profile, threads, speed](double /*capacity*/, int n) {
+    return n * threads * speed / profile.concurrency_slowdown(std::max(n, 1));
+  };
+}
+
 // One node: a star of its devices behind a router, the node's gateway to the network.
-Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, Platform& platform) {
+Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const Profile* profile,
+                Platform& platform) {
   const ClusterSpec& cluster = scenario.cluster;
   auto* zone = sg4::create_star_zone("node" + std::to_string(node));
   zone->set_parent(parent);
   const double speed = cluster.device.peak_flops * cluster.device.efficiency / cluster.device.cores;
   for (int d = 0; d < cluster.devices_per_node; ++d) {
     const std::string name = "node" + std::to_string(node) + "-dev" + std::to_string(d);
-    sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores)->seal();
+    sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores);
+    if (profile && !profile->concurrency.empty())
+      host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
+                               measured_sharing(*profile, threads_per_rank(scenario), speed));
+    host->seal();
     sg4::Link* link = duplex(zone, name + "-link", cluster.intra_node);
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::UP}}, true);
@@ -48,10 +62,10 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, Platfo
   return {zone, router};
 }
 
-void build_star(const Scenario& scenario, Platform& platform) {
+void build_star(const Scenario& scenario, const Profile* profile, Platform& platform) {
   auto* root = sg4::create_star_zone("cluster");
   for (int node = 0; node < scenario.cluster.nodes; ++node) {
-    const Node built = build_node(root, node, scenario, platform);
+    const Node built = build_node(root, node, scenario, profile, platform);
     sg4::Link* nic =
         duplex(root, "node" + std::to_string(node) + "-nic", scenario.cluster.inter_node);
     root->add_route(built.zone->get_netpoint(), nullptr, built.gateway, nullptr,
@@ -63,7 +77,7 @@ void build_star(const Scenario& scenario, Platform& platform) {
 // Two-level fat-tree (SimGrid's FatTreeZone): leaf switches of nodes_per_switch nodes and as
 // many spine switches, every link at the inter-node bandwidth and half its latency, so a
 // message between nodes of one leaf sees the inter-node latency and one across the spine twice.
-void build_fat_tree(const Scenario& scenario, Platform& platform) {
+void build_fat_tree(const Scenario& scenario, const Profile* profile, Platform& platform) {
   const ClusterSpec& cluster = scenario.cluster;
   const unsigned per_switch = cluster.nodes_per_switch;
   const unsigned leaves = cluster.nodes / cluster.nodes_per_switch;
@@ -71,7 +85,7 @@ void build_fat_tree(const Scenario& scenario, Platform& platform) {
   int next_node = 0;
   const sg4::ClusterCallbacks callbacks(
       [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long) {
-        const Node node = build_node(zone, next_node++, scenario, platform);
+        const Node node = build_node(zone, next_node++, scenario, profile, platform);
         return std::make_pair(node.zone->get_netpoint(), node.gateway);
       });
   sg4::create_fatTree_zone("cluster", nullptr, shape, callbacks, cluster.inter_node.bandwidth,
@@ -102,16 +116,17 @@ std::unique_ptr<sg4::Engine> make_engine() {
   return engine;
 }
 
-Platform build_platform(const Scenario& scenario) {
+Platform build_platform(const Scenario& scenario, const Profile* profile) {
   Platform platform;
   if (scenario.cluster.topology == Topology::FatTree)
-    build_fat_tree(scenario, platform);
+    build_fat_tree(scenario, profile, platform);
   else
-    build_star(scenario, platform);
+    build_star(scenario, profile, platform);
   const ClusterSpec& cluster = scenario.cluster;
   const int tp = scenario.layout.tp;
   platform.members_per_host = members_per_device(scenario);
   platform.threads_per_rank = threads_per_rank(scenario);
+  if (profile) platform.collective_cpu_s_per_byte = profile->allreduce_overhead_s_per_byte();
   for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
     platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
   return platform;

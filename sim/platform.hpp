@@ -6,6 +6,7 @@
 #include <simgrid/s4u/Host.hpp>
 #include <vector>
 
+#include "models/profile.hpp"
 #include "models/scenario.hpp"
 
 namespace dtwin::sim {
@@ -24,6 +25,11 @@ struct Platform {
   /// GPUs of a schedule rank's tensor-parallel group on its host: its executions carry that many
   /// members' work, so ranks sharing a device contend for it as the real ranks would.
   int members_per_host = 1;
+  /// CPU seconds per byte a rank spends on each ring step of a data-parallel collective beyond
+  /// the link's time (Profile::allreduce_overhead_s_per_byte; 0 without a profile): Gloo's
+  /// copies and reduction, run as an execution on the rank's host so that it shares the cores
+  /// with compute.
+  double collective_cpu_s_per_byte = 0;
 };
 
 /// Sets SimGrid's network model before the platform exists: CM02 (max-min sharing, latency +
@@ -41,7 +47,11 @@ std::unique_ptr<simgrid::s4u::Engine> make_engine();
 /// device message sees intra latency) and a loopback link (intra_node) for ranks sharing it.
 /// Nodes join the network through a split-duplex link each (inter_node bandwidth, latency
 /// inter/2): a star, or a two-level fat-tree of such links. A message between nodes sees
-/// latency intra + inter. Host speed per core = peak_flops * efficiency / cores.
-Platform build_platform(const Scenario& scenario);
+/// latency intra + inter. Host speed per core = peak_flops * efficiency / cores. A `profile`
+/// sets collective_cpu_s_per_byte. When it has a measured concurrency curve, every device shares
+/// its cores as measured (SimGrid's non-linear sharing policy): with n executions running, each
+/// computes at 1 / profile->concurrency_slowdown(n) of its speed alone; otherwise max-min fair
+/// sharing.
+Platform build_platform(const Scenario& scenario, const Profile* profile = nullptr);
 
 }  // namespace dtwin::sim

@@ -61,16 +61,14 @@ double of_kind(ActionKind kind, double f, double b, double i, double w, double o
   return figures[index];
 }
 
-// Seconds of a compute action when they are known rather than derived from FLOPs: measured by
-// the profile and stretched by its contention factor (the slowdown beyond the fair share of the
-// cores when the device's ranks compute at once), else from the kernel-level compute model of
-// the device description, else nullopt.
+// Seconds of a compute action alone on its device when they are known rather than derived from
+// FLOPs: measured by the profile (the platform slows ranks computing at once as the profile's
+// concurrency curve says), else from the kernel-level compute model of the device description,
+// else nullopt.
 std::optional<double> known_seconds(const World& world, const Action& a) {
   if (const Profile* profile = world.options.profile) {
     const StageSeconds& s = profile->stages.at(a.stage);
-    return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward,
-                   s.optimizer) *
-           profile->contention;
+    return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward, s.optimizer);
   }
   if (const auto& k = world.cost.stage(a.stage).kernel)
     return of_kind(a.kind, k->forward, k->input_backward + k->weight_backward, k->input_backward,
@@ -312,9 +310,14 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
   Scenario scenario = input;
   if (options.profile && options.profile->p2p_bandwidth > 0)
     scenario.cluster.intra_node = {options.profile->p2p_bandwidth, options.profile->p2p_latency};
+  // A message between nodes crosses the intra-node and the inter-node latency.
+  if (options.profile && options.profile->inter_host_bandwidth > 0)
+    scenario.cluster.inter_node = {
+        options.profile->inter_host_bandwidth,
+        std::max(0.0, options.profile->inter_host_latency - scenario.cluster.intra_node.latency)};
 
   const auto engine = make_engine();
-  const Platform platform = build_platform(scenario);
+  const Platform platform = build_platform(scenario, options.profile);
 
   const sched::Layout& layout = schedule.layout;
   World world{

@@ -19,8 +19,9 @@ struct SimOptions {
   /// Flow above (Flow's error against Message: tests/test_sim_network.cpp, "Flow all-reduce
   /// against Message").
   std::optional<CollectiveModel> collectives;
-  /// Measured action seconds, replacing the FLOP-based times, each stretched by the profile's
-  /// contention factor; its p2p bandwidth and latency replace the scenario's intra-node link.
+  /// Measured action seconds, replacing the FLOP-based times, slowed while ranks compute at once
+  /// as its concurrency curve says; its p2p bandwidth and latency replace the scenario's
+  /// intra-node link, and its inter-host figures, when measured, the inter-node link.
   const Profile* profile = nullptr;
 };
 

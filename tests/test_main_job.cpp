@@ -1,9 +1,14 @@
 // `dtwin run`, the main job, end to end on a shortened quickstart: profile, simulate, train,
 // compare and plot leave their files, and the prediction is checked against the measurement.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
 
 #include "tests/run_process.hpp"
 
@@ -51,4 +56,32 @@ TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can ex
   }
   CHECK(measured == 2);
   CHECK(std::filesystem::exists(dir + "/plan-runs/1/measured.summary.json"));
+}
+
+TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes computing at once") {
+  // The quickstart's 3 ranks share one device; a smaller model keeps the probes short.
+  const std::string path = "profile-concurrency.yaml";
+  const auto result = dtwin::test::run_dtwin(
+      std::string("profile ") + DTWIN_SOURCE_DIR +
+      "/scenarios/quickstart.yaml --set model.d_model=96 --set model.n_heads=2 --set "
+      "model.ffn_hidden=256 --set model.n_layers=3 --data-dir " +
+      DTWIN_SOURCE_DIR + "/data -o " + path);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Contains("slowdown with k ranks computing at once: k=1 x1.000"));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  INFO(text);
+  const auto at = text.find("concurrency: [");
+  REQUIRE(at != std::string::npos);
+  double k1 = 0, k2 = 0, k3 = 0;
+  REQUIRE(std::sscanf(text.c_str() + at, "concurrency: [%lf, %lf, %lf]", &k1, &k2, &k3) == 3);
+  CHECK(k1 == 1);
+  CHECK(k2 >= 0.9);
+  // Each rank computes with t = max(1, C/3) threads on the C cores, so 3 busy processes share
+  // them at least max(1, 3t/C) slower: the probes really run at once, as separate processes.
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = std::max(1, cores / 3);
+  CHECK(k3 >= 0.9 * std::max(1.0, 3.0 * threads / cores));
+  CHECK(k3 >= k2 * 0.95);
 }

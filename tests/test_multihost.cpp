@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/profile.hpp"
 #include "tests/background_process.hpp"
 #include "tests/net_hosts.hpp"
 #include "tests/small_training.hpp"
@@ -128,4 +129,52 @@ TEST_CASE("malformed torchrun variables exit 2 naming the variable before any re
   CHECK(exit.seconds < kTimeout);  // a rendezvous would wait for the missing rank that long
   CHECK_THAT(log, Catch::Contains(message));
   CHECK_FALSE(fs::exists(out + "/loss.csv"));
+}
+
+TEST_CASE("dtwin run across two hosts measures their link and predicts with it") {
+  // dp=2 over 100 Mbit/s: the simulator must see the shaped link that calibration measured,
+  // not the scenario's 1.25 GB/s inter-node link.
+  const NetHosts hosts(2, "100mbit");
+  const std::string name = "multihost-run";
+  std::vector<std::string> args = train_args(name, 4, 2, 1);
+  args.front() = "run";
+  for (const char* set : {"cluster.nodes=2", "cluster.ranks_per_device=1"})
+    args.insert(args.end() - 3, {"--set", set});  // after train_args' own, before --data-dir -o OUT
+  std::vector<pid_t> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> rank_args = args;
+    rank_args.back() = name + "-" + std::to_string(rank);  // -o
+    fs::remove_all(rank_args.back());
+    ranks.push_back(start_dtwin(
+        rank_args, rank_args.back() + ".log",
+        {"RANK=" + std::to_string(rank), "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=2",
+         "MASTER_ADDR=" + NetHosts::address(0), "MASTER_PORT=" + std::to_string(kStorePort)},
+        hosts.name(rank)));
+  }
+  for (int rank = 1; rank >= 0; --rank) {
+    const auto [exit, log] = finish(ranks[rank], name + "-" + std::to_string(rank) + ".log", 600);
+    INFO(log);
+    REQUIRE(exit.code == 0);
+  }
+  const std::string out = name + "-0";
+  for (const char* file :
+       {"profile.yaml", "predicted.trace.json", "measured.trace.json", "compare.json", "report.md"})
+    CHECK(fs::exists(out + "/" + file));
+  const dtwin::Profile profile = dtwin::load_profile(out + "/profile.yaml");
+  const double link = 100e6 / 8;  // bytes/s
+  CHECK(profile.inter_host_bandwidth > 0.5 * link);
+  CHECK(profile.inter_host_bandwidth < 1.1 * link);
+  CHECK(profile.allreduce_ranks == 2);
+  CHECK(profile.allreduce_across_hosts);
+  // The predicted all-reduce of the gradients crosses that link: at least 90% of their bytes at
+  // its rate, as the measured one does.
+  std::ifstream in(out + "/compare.json");
+  const nlohmann::json compare = nlohmann::json::parse(in);
+  const double d = 64, f = 128, vocab = 4096, layers = 6;
+  const double params = 2 * vocab * d + layers * (4 * d * d + 3 * d * f + 2 * d) + d;
+  for (const auto& kind : compare.at("kinds"))
+    if (kind.at("kind") == "ALLREDUCE") {
+      CHECK(kind.at("predicted_mean_s").get<double>() >= 0.9 * 4 * params / link);
+      CHECK(kind.at("measured_mean_s").get<double>() >= 0.9 * 4 * params / link);
+    }
 }

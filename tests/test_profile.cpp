@@ -123,6 +123,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
                  AllReducePoint{3e9, 12}};
   p.allreduce_ranks = 8;
+  p.concurrency = {1, 1.1044, 5.0 / 3};
 
   const std::string path = temp_path("roundtrip");
   save_profile(p, path);
@@ -144,6 +145,9 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK_FALSE(q == p);
     q = back;
     q.allreduce_ranks = 2;
+    CHECK_FALSE(q == p);
+    q = back;
+    q.concurrency.pop_back();
     CHECK_FALSE(q == p);
     q = back;
     q.source = "elsewhere.yaml";  // where it was read from is not a measurement
@@ -219,6 +223,13 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     CHECK(starts_with(msg, path + ":2:"));
     CHECK(contains(msg, "threads: expected a positive integer, got '0'"));
   }
+  SECTION("a concurrency curve that is not a list of positive slowdowns") {
+    const auto [path, msg] = error_of("zero_slowdown", kGood + "concurrency: [1, 0]\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "concurrency[1]: expected a number > 0, got '0'"));
+    const auto [path2, msg2] = error_of("empty_curve", kGood + "concurrency: []\n");
+    CHECK(contains(msg2, "concurrency: expected a non-empty list of slowdowns"));
+  }
   SECTION("not a map") {
     const auto [path, msg] = error_of("not_a_map", "- 1\n- 2\n");
     CHECK(contains(msg, "profile: expected a map, got '[1, 2]'"));  // quoted on one line
@@ -233,6 +244,32 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     std::filesystem::remove(path);
     CHECK(load_error(path) == path + ": cannot open profile file");
   }
+}
+
+TEST_CASE("the concurrency slowdown: measured points, then time-slicing of the last", "[profile]") {
+  Profile p;
+  CHECK_THROWS_AS(p.concurrency_slowdown(1), std::logic_error);
+  p.concurrency = {1, 1.1, 1.66};
+  CHECK(p.concurrency_slowdown(1) == 1);
+  CHECK(p.concurrency_slowdown(2) == 1.1);
+  CHECK(p.concurrency_slowdown(3) == 1.66);
+  // 4 ranks share what 3 got: each 4/3 slower again.
+  CHECK(p.concurrency_slowdown(4) == Approx(1.66 * 4 / 3));
+}
+
+TEST_CASE("Gloo's CPU seconds per byte: the largest all-reduce point less the link's part",
+          "[profile]") {
+  Profile p;
+  CHECK(p.allreduce_overhead_s_per_byte() == 0);  // nothing measured
+  p.p2p_bandwidth = 1e9;
+  p.p2p_latency = 1e-5;
+  p.allreduce_ranks = 4;
+  // 4 ranks, 8 MB: 6 steps, each 2e-5 + 8e6/1e9 s on the shared loopback = 48.06 ms; a rank
+  // sends 6 x 2 MB.
+  p.allreduce = {{1e6, 0.01}, {8e6, 0.06006}};
+  CHECK(p.allreduce_overhead_s_per_byte() == Approx((0.06006 - 6 * (1e-5 + 8e-3)) / 12e6));
+  p.allreduce.back().seconds = 0.01;  // faster than the link: no CPU part
+  CHECK(p.allreduce_overhead_s_per_byte() == 0);
 }
 
 TEST_CASE("all-reduce seconds are interpolated between measured points", "[profile]") {

@@ -3,6 +3,8 @@
 // (Narayanan et al. 2021, eq. 1 and §2.2.2); memory follows the schedule's in-flight count.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "cli/scenario_schedule.hpp"
 #include "models/cost_model.hpp"
 #include "models/scenario_loader.hpp"
@@ -32,18 +34,37 @@ Profile uniform_profile(int stages) {
   return profile;
 }
 
-// Simulates in a child process; returns {step time, bubble fraction}. `contention` is the
-// profile's measured slowdown of compute when the device's ranks run at once.
-std::vector<double> simulate_uniform(const Scenario& scenario, double contention = 1) {
+// `dp` replicas of one one-layer stage on one device of `dp` cores, over a free network.
+Scenario data_parallel(int dp, int m) {
+  const std::string ranks = std::to_string(dp);
+  return load_scenario(
+      std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+      {"layout.dp=" + ranks, "layout.pp=1", "layout.microbatches=" + std::to_string(m),
+       "model.n_layers=1", "cluster.ranks_per_device=" + ranks, "cluster.device.cores=" + ranks,
+       "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+}
+
+// Simulates in a child process with the uniform profile that `adjust` then changes; returns
+// {step time, bubble fraction}.
+std::vector<double> simulate_profiled(
+    const Scenario& scenario, const std::function<void(Profile&, const CostModel&)>& adjust) {
   return test::in_fresh_process([&] {
     const CostModel cost(scenario);
     Profile profile = uniform_profile(cost.num_stages());
-    profile.contention = contention;
+    adjust(profile, cost);
     sim::SimOptions options;
     options.profile = &profile;
     const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, options);
     return std::vector<double>{result.summary.step_time_s, result.summary.bubble_fraction};
   });
+}
+
+// simulate_profiled with `concurrency`, the measured slowdown of compute with k = 1, 2, ...
+// ranks of a device busy at once.
+std::vector<double> simulate_uniform(const Scenario& scenario,
+                                     const std::vector<double>& concurrency = {}) {
+  return simulate_profiled(
+      scenario, [&](Profile& profile, const CostModel&) { profile.concurrency = concurrency; });
 }
 
 }  // namespace
@@ -59,11 +80,38 @@ TEST_CASE("GPipe and 1F1B bubble: (pp-1)/(m+pp-1)") {
     }
 }
 
-TEST_CASE("a profile's contention factor stretches every compute action, not the bubble") {
-  const int pp = 2, m = 4;
-  const std::vector<double> result = simulate_uniform(pipeline("1f1b", pp, m, 1), 1.5);
-  CHECK(result[0] == Approx(1.5 * 3e-3 * (m + pp - 1)).epsilon(0.005));
-  CHECK(result[1] == Approx(double(pp - 1) / (m + pp - 1)).epsilon(0.005));
+TEST_CASE("a measured concurrency curve slows ranks by how many of them compute at once") {
+  const int m = 4;
+  // Two replicas compute side by side all step: every action at the curve's k = 2 point.
+  CHECK(simulate_uniform(data_parallel(2, m), {1, 1.5})[0] ==
+        Approx(1.5 * 3e-3 * m).epsilon(0.005));
+  CHECK(simulate_uniform(data_parallel(2, m))[0] == Approx(3e-3 * m).epsilon(0.005));
+  // Beyond the measured points the last one's throughput is time-sliced: 1.2 x 4/2 at k = 4.
+  CHECK(simulate_uniform(data_parallel(4, m), {1, 1.2})[0] ==
+        Approx(2.4 * 3e-3 * m).epsilon(0.005));
+  // One microbatch through two stages of one device: one rank computes at a time, never slowed.
+  Scenario pipe = pipeline("1f1b", 2, 1, 1);
+  pipe.cluster.devices_per_node = 1;
+  pipe.cluster.ranks_per_device = 2;
+  pipe.cluster.device.cores = 2;
+  CHECK(simulate_uniform(pipe, {1, 1.5})[0] == Approx(6e-3).epsilon(0.005));
+}
+
+TEST_CASE("a data-parallel all-reduce alone takes what the profile measured for its size") {
+  // Over a 1 GB/s loopback, a 2-rank all-reduce of the gradients G measured at 3 x the link's
+  // part (2G/β, the two ring flows sharing the link): the rest is Gloo's CPU work per step.
+  const int m = 4;
+  const Scenario scenario = data_parallel(2, m);
+  const double bytes = CostModel(scenario).gradient_bytes(0);
+  const double measured = 3 * 2 * bytes / 1e9;
+  const std::vector<double> result =
+      simulate_profiled(scenario, [&](Profile& profile, const CostModel&) {
+        profile.p2p_bandwidth = 1e9;
+        profile.allreduce_ranks = 2;
+        profile.allreduce = {{bytes / 8, measured / 8}, {bytes, measured}};
+      });
+  const double step = result[0];
+  CHECK(step == Approx(3e-3 * m + measured).epsilon(0.01));
 }
 
 TEST_CASE("interleaved 1F1B bubble: (pp-1)/(v·m+pp-1)") {
@@ -87,7 +135,8 @@ TEST_CASE("activation memory follows the schedule: GPipe holds m microbatches, 1
     const CostModel cost(scenario);
     const sched::Schedule schedule = build_schedule(scenario);
     for (int rank = 0; rank < pp; ++rank) {
-      const double held = peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank);
+      const double held = peak_memory_bytes(schedule, rank, cost) - cost.static_memory_bytes(rank) -
+                          cost.stage(rank).backward_workspace_bytes;
       const double expected = std::string(name) == "gpipe" ? m : pp - rank;
       CAPTURE(name, rank);
       CHECK(held / cost.stage(rank).activation_bytes == Approx(expected));

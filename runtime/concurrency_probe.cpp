@@ -1,0 +1,220 @@
+#include "runtime/concurrency_probe.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "models/cost_model.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "runtime/median.hpp"
+#include "runtime/stage_run.hpp"
+#include "runtime/threads.hpp"
+
+extern char** environ;
+
+namespace dtwin::rt {
+namespace {
+
+constexpr double kBusyMargin = 0.05;    // seconds a probe keeps computing after its window
+constexpr double kMinWindow = 1;        // seconds, the shortest measuring window
+constexpr double kPassesPerWindow = 8;  // the window holds this many of the slowest passes
+constexpr int kRounds = 3;              // measurements of each point; the median is kept
+
+// A running probe process, its stdin and stdout one socket.
+struct Probe {
+  int rank = 0;
+  pid_t pid = -1;
+  FILE* channel = nullptr;
+};
+
+Probe start_probe(const std::vector<std::string>& command, int rank) {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+    throw std::runtime_error("compute probe: cannot make a socket pair");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, ends[1], 0);
+  posix_spawn_file_actions_adddup2(&actions, ends[1], 1);
+  std::vector<std::string> args{"/proc/self/exe"};
+  args.insert(args.end(), command.begin(), command.end());
+  args.insert(args.end(), {"--rank", std::to_string(rank)});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  Probe probe{rank};
+  const int failed = posix_spawn(&probe.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(ends[1]);
+  if (failed != 0) {
+    close(ends[0]);
+    throw std::runtime_error("compute probe: cannot start " + args[0]);
+  }
+  probe.channel = fdopen(ends[0], "r+");
+  return probe;
+}
+
+// Closes the probe's channel (it then exits) and waits for it; throws unless it exited 0.
+void finish(Probe& probe) {
+  if (probe.channel) fclose(probe.channel);
+  probe.channel = nullptr;
+  int status = 0;
+  waitpid(probe.pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error(
+        fmt::format("compute probe of rank {} failed (status {})", probe.rank, status));
+}
+
+// The probe's next protocol line without its "probe " prefix; other lines it writes go to this
+// process's stdout.
+std::string read_line(Probe& probe) {
+  const std::string prefix = "probe ";
+  char line[512];
+  while (fgets(line, sizeof line, probe.channel)) {
+    if (std::string(line).starts_with(prefix)) return line + prefix.size();
+    std::fputs(line, stdout);
+  }
+  finish(probe);
+  throw std::runtime_error(fmt::format("compute probe of rank {} closed its output", probe.rank));
+}
+
+// The probes, started once and reused for every measurement; killed if still running at the end.
+class Probes {
+ public:
+  Probes(const std::vector<std::string>& command, int count) {
+    for (int r = 0; r < count; ++r) probes_.push_back(start_probe(command, r));
+    for (Probe& p : probes_)
+      if (read_line(p) != "ready\n")
+        throw std::runtime_error(fmt::format("compute probe of rank {}: not ready", p.rank));
+  }
+  Probes(const Probes&) = delete;
+  Probes& operator=(const Probes&) = delete;
+  ~Probes() {
+    for (Probe& p : probes_)
+      if (p.channel) {
+        kill(p.pid, SIGKILL);
+        fclose(p.channel);
+        waitpid(p.pid, nullptr, 0);
+      }
+  }
+
+  // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass.
+  std::vector<double> seconds_per_pass(const std::vector<int>& which, double window_s) {
+    for (int i : which) {
+      std::fputs(fmt::format("go {}\n", window_s).c_str(), probes_[i].channel);
+      std::fflush(probes_[i].channel);
+    }
+    std::vector<double> out;
+    for (int i : which) {
+      int passes = 0;
+      double seconds = 0;
+      const std::string line = read_line(probes_[i]);
+      if (std::sscanf(line.c_str(), "%d %lf", &passes, &seconds) != 2 || passes < 1)
+        throw std::runtime_error(
+            fmt::format("compute probe of rank {} wrote '{}'", probes_[i].rank, line));
+      out.push_back(seconds / passes);
+    }
+    return out;
+  }
+
+  // Ends every probe; throws if one failed.
+  void finish_all() {
+    for (Probe& p : probes_) finish(p);
+  }
+
+ private:
+  std::vector<Probe> probes_;
+};
+
+}  // namespace
+
+int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir) {
+  configure_threads(scenario.runtime.threads, scenario.world_size());
+  const CostModel cost(scenario);
+  const TokenDataset data(data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  std::vector<std::unique_ptr<StageRun>> runs;
+  for (int s : stages_of_rank(scenario, rank))
+    runs.push_back(std::make_unique<StageRun>(scenario, cost.stage(s), data));
+  const auto pass = [&] {
+    for (const auto& run : runs) run->backward(run->forward());
+  };
+  for (int i = 0; i < 2; ++i) pass();
+  std::cout << "probe ready" << std::endl;
+  for (std::string line; std::getline(std::cin, line);) {
+    double window_s = 0;
+    if (std::sscanf(line.c_str(), "go %lf", &window_s) != 1)
+      throw std::runtime_error("compute probe: expected 'go SECONDS', got '" + line + "'");
+    const double start = wall_seconds();
+    int passes = 0;
+    double last_in_window = 0;
+    for (double now = start; now < start + window_s + kBusyMargin;) {
+      pass();
+      now = wall_seconds();
+      if (now - start <= window_s) {
+        ++passes;
+        last_in_window = now - start;
+      }
+    }
+    std::cout << "probe " << passes << " " << fmt::format("{}", last_in_window) << std::endl;
+  }
+  return 0;
+}
+
+std::vector<int> stages_of_rank(const Scenario& scenario, int rank) {
+  const LayoutSpec& l = scenario.layout;
+  const int pipeline_rank = rank / l.tp / l.dp;
+  std::vector<int> stages;
+  for (int s = pipeline_rank; s < l.pp * l.virtual_stages; s += l.pp) stages.push_back(s);
+  return stages;
+}
+
+std::vector<double> measure_concurrency(const Scenario& scenario,
+                                        const std::vector<StageSeconds>& stages,
+                                        const std::vector<std::string>& probe_command) {
+  const int ranks = scenario.cluster.ranks_per_device;
+  if (ranks < 2) return {1};
+  // A pass runs F and B of each of the rank's stages; ranks of one pipeline rank share a pass.
+  const auto pipeline_rank = [&](int rank) {
+    return rank / scenario.layout.tp / scenario.layout.dp;
+  };
+  double slowest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    double pass = 0;
+    for (int s : stages_of_rank(scenario, r)) pass += stages.at(s).forward + stages.at(s).backward;
+    slowest = std::max(slowest, pass);
+  }
+  const double window_s = std::max(kMinWindow, kPassesPerWindow * slowest);
+  Probes probes(probe_command, ranks);
+  // rounds[k - 2][r]: round r's slowdown with k probes busy
+  std::vector<std::vector<double>> rounds(ranks - 1);
+  for (int r = 0; r < kRounds; ++r) {
+    std::map<int, double> alone;  // pipeline rank -> seconds per pass alone
+    for (int p = 0; p < ranks; ++p)
+      if (!alone.contains(pipeline_rank(p)))  // probe p alone; the others wait
+        alone[pipeline_rank(p)] = probes.seconds_per_pass({p}, window_s).front();
+    std::vector<int> busy{0};
+    for (int k = 2; k <= ranks; ++k) {
+      busy.push_back(k - 1);
+      const std::vector<double> seconds = probes.seconds_per_pass(busy, window_s);
+      double sum = 0;
+      for (int p = 0; p < k; ++p) sum += seconds[p] / alone.at(pipeline_rank(p));
+      rounds[k - 2].push_back(sum / k);
+    }
+  }
+  probes.finish_all();
+  std::vector<double> curve{1};
+  for (const std::vector<double>& slowdowns : rounds) curve.push_back(median(slowdowns));
+  return curve;
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,41 @@
+// The concurrency curve: how much one rank's compute slows when k ranks of one host compute at
+// once, measured with k real processes, as the ranks of a training run are. The simulator shares
+// a host's cores by it (sim/platform.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/profile.hpp"
+#include "models/scenario.hpp"
+
+namespace dtwin::rt {
+
+/// The pipeline stages rank `rank` of the scenario's layout runs: those s with
+/// s mod pp = its pipeline rank (rank / tp / dp), one per virtual stage.
+std::vector<int> stages_of_rank(const Scenario& scenario, int rank);
+
+/// One probe process (`dtwin-runtime compute-probe`): builds the stages rank `rank` of
+/// `scenario` runs (stages_of_rank) with the intra-op thread count its ranks train with, runs a
+/// pass (F then B of each stage) twice and writes "probe ready\n" to stdout. Then, for each
+/// line "go SECONDS" on stdin, it runs passes back to back until one ends SECONDS + 0.05 s after
+/// the start, so that it stays busy while the other probes measure, and writes
+/// "probe PASSES LAST\n": the passes that ended within SECONDS and when the last of them
+/// ended, in seconds since the start. Returns 0 when stdin closes; throws std::runtime_error for
+/// any other line.
+int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir);
+
+/// Measures Profile::concurrency for k = 1 ... cluster.ranks_per_device with one probe process
+/// per rank of the device (ranks 0 .. k-1), started once: in each of 3 rounds, every pipeline
+/// rank's probe alone, then probes 0 .. k-1 at once; a round's slowdown for k is the mean over
+/// the k probes of their seconds per pass over their pass alone, and the curve keeps the median
+/// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts max(1 s, 8 x the
+/// slowest rank's pass in `stages`' F + B). `probe_command`: the arguments that make this
+/// executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R" is
+/// appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
+/// else.
+std::vector<double> measure_concurrency(const Scenario& scenario,
+                                        const std::vector<StageSeconds>& stages,
+                                        const std::vector<std::string>& probe_command);
+
+}  // namespace dtwin::rt

@@ -1,0 +1,26 @@
+#include "runtime/stage_run.hpp"
+
+namespace dtwin::rt {
+
+StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data)
+    : stage(stage), module(std::make_shared<nn::StageModule>(scenario, stage)) {
+  const ModelSpec& m = scenario.model;
+  const int b = scenario.layout.micro_batch_size;
+  batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
+  input = stage.has_embedding ? batch.inputs
+                              : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
+  grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
+}
+
+torch::Tensor StageRun::forward() {
+  return module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
+}
+
+void StageRun::backward(const torch::Tensor& out) {
+  if (stage.has_head)
+    out.backward();
+  else
+    out.backward(grad);
+}
+
+}  // namespace dtwin::rt

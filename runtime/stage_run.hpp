@@ -1,0 +1,34 @@
+// One pipeline stage and one microbatch of input, ready to run forward and backward: what the
+// profiler and the compute probe time.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "models/cost_model.hpp"
+#include "models/scenario.hpp"
+#include "models/stage_module.hpp"
+#include "runtime/data/token_dataset.hpp"
+
+namespace dtwin::rt {
+
+/// Stage `stage` of `scenario` with one microbatch (layout.micro_batch_size sequences of
+/// model.seq_len tokens): real tokens on the first stage, random hidden states
+/// [micro_batch_size, seq_len, d_model] elsewhere, and a random output gradient of that shape
+/// for stages without the loss.
+struct StageRun {
+  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data);
+
+  /// The stage's output: the loss on the last stage, else hidden states.
+  torch::Tensor forward();
+  /// Backward from `out` (forward's result) into the weights and the input.
+  void backward(const torch::Tensor& out);
+
+  const StageCost& stage;
+  std::shared_ptr<nn::StageModule> module;
+  Batch batch;
+  torch::Tensor input, grad;
+};
+
+}  // namespace dtwin::rt
