@@ -3,7 +3,9 @@
 compare, plot) on each, then prints a Markdown table of step time, bubble fraction and peak
 memory per rank, predicted and measured, with the errors and, where a target is missed (step
 time within 5%, bubble within 3 points, every rank's peak memory within 10%), the action kinds
-that explain the gap. Also writes a microbatch sweep of the
+that explain the gap. Then the two-host cases: dp=2 and pp=2 with one rank on each of two
+network namespaces joined by a shaped link (bench/net_hosts.py; needs root), 100 Mbit/s and
+1 Gbit/s, each rank a `dtwin run` under torchrun-style variables. Also writes a microbatch sweep of the
 quickstart (out/bench/sweep.csv, drawn by plots/sweep.py to out/bench/sweep.png).
 
 Usage: .venv/bin/python bench/predict_vs_measure.py [path/to/dtwin] [steps]
@@ -13,6 +15,8 @@ import json
 import os
 import subprocess
 import sys
+
+from net_hosts import NetHosts
 
 DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
 STEPS = sys.argv[2] if len(sys.argv) > 2 else "30"
@@ -49,6 +53,28 @@ print("| scenario | predicted step ms | measured step ms | error | predicted bub
 print("|---|---|---|---|---|---|---|---|---|")
 for scenario in SCENARIOS:
     print(row(scenario, run(scenario, f"{OUT}/{scenario}")), flush=True)
+
+# Two hosts, one rank each: the quickstart's model as dp=2 (dp2.yaml) or as 2 pipeline stages.
+TWO_HOSTS = {"dp2": ["dp2"], "pp2": ["quickstart", "--set", "layout.pp=2"]}
+for case, (scenario, *sets) in TWO_HOSTS.items():
+    for rate in ("100mbit", "1gbit"):
+        out = f"{OUT}/two-hosts-{case}-{rate}"
+        # The namespaces share this machine: LOCAL_WORLD_SIZE=2 gives each rank half its cores.
+        with NetHosts(2, rate) as hosts:
+            ranks = []
+            for rank in range(2):
+                env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",
+                           LOCAL_WORLD_SIZE="2", MASTER_ADDR=hosts.address(0),
+                           MASTER_PORT="29500")
+                args = ["ip", "netns", "exec", hosts.hosts[rank], DTWIN, "run",
+                        f"scenarios/{scenario}.yaml", *sets, "--set", f"training.steps={STEPS}",
+                        "--set", "cluster.nodes=2", "--set", "cluster.ranks_per_device=1",
+                        "-o", out if rank == 0 else f"{out}/rank1"]
+                ranks.append(subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL))
+            if any(r.wait() != 0 for r in ranks):
+                raise SystemExit(f"two-host {case} at {rate} failed")
+        with open(os.path.join(out, "compare.json")) as f:
+            print(row(f"two hosts, {case}, {rate}", json.load(f)), flush=True)
 
 sweep = os.path.join(OUT, "sweep.csv")
 with open(sweep, "w", newline="") as f:
