@@ -42,9 +42,12 @@ std::vector<std::string> train_args(const RunOptions& options, const std::string
 bool plot(const std::string& dir) {
   std::cout << std::flush;
   bool ok = true;
-  for (const char* script : {"timeline.py", "loss.py"})
+  for (const char* script : {"timeline.py", "loss.py"}) {
+    // Across hosts with a pipeline, loss.csv is on the last stage's host.
+    if (std::string(script) == "loss.py" && !std::filesystem::exists(dir + "/loss.csv")) continue;
     ok &=
         run_python_script(DTWIN_PYTHON, std::string(DTWIN_SOURCE_DIR) + "/plots/" + script, {dir});
+  }
   return ok;
 }
 

@@ -28,6 +28,7 @@ namespace {
 
 constexpr double kBusyMargin = 0.05;    // seconds a probe keeps computing after its window
 constexpr double kMinWindow = 1;        // seconds, the shortest measuring window
+constexpr double kMaxWindow = 3;        // seconds, the longest (slow builds: sanitizers)
 constexpr double kPassesPerWindow = 8;  // the window holds this many of the slowest passes
 constexpr int kRounds = 3;              // measurements of each point; the median is kept
 
@@ -193,7 +194,7 @@ std::vector<double> measure_concurrency(const Scenario& scenario,
     for (int s : stages_of_rank(scenario, r)) pass += stages.at(s).forward + stages.at(s).backward;
     slowest = std::max(slowest, pass);
   }
-  const double window_s = std::max(kMinWindow, kPassesPerWindow * slowest);
+  const double window_s = std::clamp(kPassesPerWindow * slowest, kMinWindow, kMaxWindow);
   Probes probes(probe_command, ranks);
   // rounds[k - 2][r]: round r's slowdown with k probes busy
   std::vector<std::vector<double>> rounds(ranks - 1);

@@ -29,10 +29,10 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
 /// per rank of the device (ranks 0 .. k-1), started once: in each of 3 rounds, every pipeline
 /// rank's probe alone, then probes 0 .. k-1 at once; a round's slowdown for k is the mean over
 /// the k probes of their seconds per pass over their pass alone, and the curve keeps the median
-/// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts max(1 s, 8 x the
-/// slowest rank's pass in `stages`' F + B). `probe_command`: the arguments that make this
-/// executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R" is
-/// appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
+/// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts 8 x the slowest
+/// rank's pass in `stages`' F + B, at least 1 s and at most 3 s. `probe_command`: the arguments
+/// that make this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank
+/// R" is appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
 /// else.
 std::vector<double> measure_concurrency(const Scenario& scenario,
                                         const std::vector<StageSeconds>& stages,
