@@ -105,7 +105,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v4|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v5|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
@@ -115,7 +115,8 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::string(kPrecisionNames.name(scenario.training.precision)) + "|" +
       std::string(kBackendNames.name(scenario.runtime.backend)) + "|" +
       std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size()) + "|" +
-      std::to_string(scenario.cluster.ranks_per_device);
+      std::to_string(scenario.cluster.ranks_per_device) + "|" +
+      std::string(kAttentionNames.name(m.attention));
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
   return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
                      std::hash<std::string>{}(key));
