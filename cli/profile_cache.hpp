@@ -18,7 +18,8 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
 
 /// The network of a torchrun-style launch as rank env.rank sees it (rt::calibrate_network with
 /// 5 timed repetitions, messages of max(stage boundary bytes, 4 MiB) for bandwidth and the
-/// profile's all-reduce sizes): the figures on rank 0, an empty profile elsewhere. Every rank must call it.
+/// profile's all-reduce sizes): the figures on rank 0, an empty profile elsewhere. Every rank must
+/// call it.
 Profile measure_network(const Scenario& scenario, const rt::RankEnv& env);
 
 /// `compute` with the network figures of `network` (rt::calibrate_network): its inter-host

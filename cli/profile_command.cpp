@@ -20,16 +20,13 @@ int run_profile(const MachineJobOptions& options) {
   const Scenario scenario = options.scenario.load();
   rt::check_runtime_supports(scenario);
   const auto env = rt::rank_env_from_environment();
-  Profile network;
-  if (env) {
-    check_world_size(scenario, *env);
-    network = measure_network(scenario, *env);
-    if (env->rank != 0) return 0;
-  }
   if (!env) {
     std::cout << "wrote " << measure_and_save_profile(options, scenario, options.output) << "\n";
     return 0;
   }
+  check_world_size(scenario, *env);
+  const Profile network = measure_network(scenario, *env);
+  if (env->rank != 0) return 0;
   const std::string path =
       options.output.empty() ? prepare_output_dir("", scenario) + "/profile.yaml" : options.output;
   save_profile(with_network(load_profile(measure_and_save_profile(options, scenario)), network),

@@ -19,13 +19,6 @@ std::string join(const std::vector<int>& ranks) {
   return text;
 }
 
-std::vector<uint8_t> bytes(const std::string& text) {
-  return {text.begin(), text.end()};
-}
-std::string text(const std::vector<uint8_t>& data) {
-  return {data.begin(), data.end()};
-}
-
 }  // namespace
 
 Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend,
@@ -34,8 +27,8 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
   store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
   heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
-  if (env.rank == 0) store_->set("origin", bytes(std::to_string(wall_seconds())));
-  origin_ = std::stod(text(store_->get("origin")));
+  if (env.rank == 0) store_->set("origin", store_bytes(std::to_string(wall_seconds())));
+  origin_ = std::stod(store_text(store_->get("origin")));
   beat();
   heartbeat_ = std::jthread([this](std::stop_token stop) {
     const auto period = to_milliseconds(kBeatPeriod);
@@ -64,7 +57,8 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
 
 void Communicator::beat() {
   try {
-    heartbeat_store_->set("alive/" + std::to_string(rank_), bytes(std::to_string(wall_seconds())));
+    heartbeat_store_->set("alive/" + std::to_string(rank_),
+                          store_bytes(std::to_string(wall_seconds())));
   } catch (const std::exception&) {
     // The store is gone (its host died); the main thread's next wait reports it.
   }
@@ -77,7 +71,8 @@ std::vector<int> Communicator::lost_ranks(const std::vector<int>& candidates) {
     for (int r : candidates) {
       try {
         const std::string key = "alive/" + std::to_string(r);
-        if (!store_->check({key}) || wall_seconds() - std::stod(text(store_->get(key))) > kStale)
+        if (!store_->check({key}) ||
+            wall_seconds() - std::stod(store_text(store_->get(key))) > kStale)
           lost.push_back(r);
       } catch (const std::exception&) {
         lost.push_back(r);

@@ -12,18 +12,6 @@
 #include "runtime/process_groups.hpp"
 
 namespace dtwin::rt {
-namespace {
-
-std::vector<uint8_t> bytes_of(const std::string& s) {
-  return {s.begin(), s.end()};
-}
-
-std::string text_of(const std::vector<uint8_t>& data) {
-  return {data.begin(), data.end()};
-}
-
-}  // namespace
-
 void calibrate_network(const Scenario& scenario, const RankEnv& env, double message_bytes,
                        const std::vector<double>& allreduce_sizes, int repeats, Profile& profile) {
   const double timeout = scenario.runtime.timeout_s;
@@ -34,12 +22,12 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
       make_group(Backend::Gloo, store, "net", env.rank, env.world_size, timeout, bind);
 
   // Hosts in order of their first rank.
-  store->set("host/" + std::to_string(env.rank), bytes_of(address));
+  store->set("host/" + std::to_string(env.rank), store_bytes(address));
   std::map<std::string, int> host_of_address;
   std::vector<int> first_rank;  // per host
   std::vector<int> host(env.world_size);
   for (int r = 0; r < env.world_size; ++r) {
-    const std::string a = text_of(store->get("host/" + std::to_string(r)));
+    const std::string a = store_text(store->get("host/" + std::to_string(r)));
     const auto [it, added] = host_of_address.emplace(a, static_cast<int>(first_rank.size()));
     if (added) first_rank.push_back(r);
     host[r] = it->second;
@@ -55,12 +43,12 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
         const double small = one_way_seconds(*world, peer, env.rank == ra, 4, repeats);
         const double large = one_way_seconds(*world, peer, env.rank == ra, message_bytes, repeats);
         if (env.rank == ra)
-          store->set(key, bytes_of(fmt::format("{} {}", small,
-                                               message_bytes / std::max(large - small, 1e-9))));
+          store->set(key, store_bytes(fmt::format("{} {}", small,
+                                                  message_bytes / std::max(large - small, 1e-9))));
       }
       world->barrier()->wait();
       if (env.rank == 0) {
-        const std::string figures = text_of(store->get(key));
+        const std::string figures = store_text(store->get(key));
         double latency = 0, bandwidth = 0;
         std::sscanf(figures.c_str(), "%lf %lf", &latency, &bandwidth);
         latencies.push_back(latency);

@@ -23,6 +23,14 @@
 
 namespace dtwin::rt {
 
+std::vector<uint8_t> store_bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+std::string store_text(const std::vector<uint8_t>& value) {
+  return {value.begin(), value.end()};
+}
+
 // The source address the kernel picks for a UDP socket connected to `host` (connecting a UDP
 // socket sends nothing).
 std::string local_address_toward(const std::string& host) {

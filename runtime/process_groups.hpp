@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace dtwin::rt {
 /// HOST:PORT (MASTER_ADDR:MASTER_PORT): ..." when no server answers in that time.
 c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, bool server,
                                              double timeout_s);
+
+/// `text` as a store value, and a store value back as text.
+std::vector<uint8_t> store_bytes(const std::string& text);
+std::string store_text(const std::vector<uint8_t>& value);
 
 /// Where a rank's Gloo connections bind, as in PyTorch: the interfaces named in `interfaces`
 /// (GLOO_SOCKET_IFNAME) when there are any, else the local `address`.
