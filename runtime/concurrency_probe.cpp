@@ -18,10 +18,9 @@
 #include "runtime/clock.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/median.hpp"
+#include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
-
-extern char** environ;
 
 namespace dtwin::rt {
 namespace {
@@ -47,20 +46,21 @@ Probe start_probe(const std::vector<std::string>& command, int rank) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, ends[1], 0);
   posix_spawn_file_actions_adddup2(&actions, ends[1], 1);
-  std::vector<std::string> args{"/proc/self/exe"};
-  args.insert(args.end(), command.begin(), command.end());
+  std::vector<std::string> args = command;
   args.insert(args.end(), {"--rank", std::to_string(rank)});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   Probe probe{rank};
-  const int failed = posix_spawn(&probe.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(ends[1]);
-  if (failed != 0) {
+  const auto release = [&] {
+    posix_spawn_file_actions_destroy(&actions);
+    close(ends[1]);
+  };
+  try {
+    probe.pid = spawn_self(args, {}, &actions, "the compute probe of rank " + std::to_string(rank));
+  } catch (...) {
+    release();
     close(ends[0]);
-    throw std::runtime_error("compute probe: cannot start " + args[0]);
+    throw;
   }
+  release();
   probe.channel = fdopen(ends[0], "r+");
   return probe;
 }

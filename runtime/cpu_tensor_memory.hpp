@@ -1,12 +1,14 @@
-// The bytes CPU tensors occupy: a counting allocator in front of LibTorch's CPU allocator.
+// The bytes CPU tensors occupy: a counting CPU allocator for LibTorch.
 #pragma once
 
 #include <cstddef>
 
 namespace dtwin::rt {
 
-/// Makes every later CPU tensor allocation of this process go through a counter in front of
-/// LibTorch's default CPU allocator (c10::SetCPUAllocator); idempotent and thread-safe. Storage
+/// Makes every later CPU tensor allocation of this process go through a counting allocator that
+/// allocates as LibTorch's default CPU allocator does (c10::alloc_cpu, 64-byte aligned; each
+/// block carries one alignment unit of header) (c10::SetCPUAllocator); idempotent and
+/// thread-safe. Storage
 /// allocated earlier is not counted, and its release is not subtracted.
 void count_cpu_tensor_bytes();
 

@@ -1,7 +1,6 @@
 #include "runtime/launcher.hpp"
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,32 +15,18 @@
 #include "runtime/clock.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_env.hpp"
-
-extern char** environ;
+#include "runtime/spawn_self.hpp"
 
 namespace dtwin::rt {
 namespace {
 
 pid_t spawn_rank(const std::vector<std::string>& args, int rank, int world_size, int port) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  for (const std::string& entry :
-       {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
-        "WORLD_SIZE=" + std::to_string(world_size),
-        "LOCAL_WORLD_SIZE=" + std::to_string(world_size), std::string("MASTER_ADDR=127.0.0.1"),
-        "MASTER_PORT=" + std::to_string(port), std::string("DTWIN_STORE_HOSTED=1")})
-    env_strings.push_back(entry);
-  std::vector<char*> argv, envp;
-  std::string exe = "/proc/self/exe";
-  argv.push_back(exe.data());
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0)
-    throw std::runtime_error("launcher: cannot start rank " + std::to_string(rank));
-  return pid;
+  return spawn_self(
+      args,
+      {"RANK=" + std::to_string(rank), "LOCAL_RANK=" + std::to_string(rank),
+       "WORLD_SIZE=" + std::to_string(world_size), "LOCAL_WORLD_SIZE=" + std::to_string(world_size),
+       "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port), "DTWIN_STORE_HOSTED=1"},
+      nullptr, "rank " + std::to_string(rank));
 }
 
 std::string describe(int status) {

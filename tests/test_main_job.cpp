@@ -58,7 +58,8 @@ TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can ex
   CHECK(std::filesystem::exists(dir + "/plan-runs/1/measured.summary.json"));
 }
 
-TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes computing at once") {
+TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes computing at once",
+          "[serial]") {
   // The quickstart's 3 ranks share one device; a smaller model keeps the probes short.
   const std::string path = "profile-concurrency.yaml";
   const auto result = dtwin::test::run_dtwin(
