@@ -8,8 +8,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/plan_training.hpp"
+#include "runtime/heap_policy.hpp"
 
 int main(int argc, char** argv) {
+  dtwin::rt::keep_freed_heap_memory();  // every rank, probe and profile alike
   CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
   int exit_code = 0;
   dtwin::add_run_command(app, exit_code);
