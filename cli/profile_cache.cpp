@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "cli/scenario_schedule.hpp"
 #include "models/profile.hpp"
 #include "runtime/network_calibration.hpp"
 #include "runtime/profiler.hpp"
@@ -21,6 +22,8 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   options.probe_command = {"compute-probe"};
   std::ranges::copy(job.scenario.args(), std::back_inserter(options.probe_command));
   options.probe_command.insert(options.probe_command.end(), {"--data-dir", job.data_dir});
+  const sched::Schedule schedule = build_schedule(scenario);
+  options.schedule = &schedule;
   const Profile profile = rt::measure_profile(scenario, options);
   const std::filesystem::path parent = std::filesystem::path(target).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);

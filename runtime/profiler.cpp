@@ -10,6 +10,7 @@
 #include "models/cost_model.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/comm_benchmark.hpp"
+#include "runtime/compute_replay.hpp"
 #include "runtime/concurrency_probe.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/median.hpp"
@@ -67,6 +68,40 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   return {median(f), median(b), median(in), median(w), median(opt)};
 }
 
+// Replaces the stages' figures by the medians of their actions replayed in the schedule's order
+// on the first replica's pipeline ranks, for the kinds the schedule runs: about
+// options.repeats microbatches of each, after one untimed step.
+void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
+                               const sched::Schedule& schedule, const TokenDataset& data,
+                               const ProfileOptions& options, std::vector<StageSeconds>& stages) {
+  const int microbatches = schedule.layout.microbatches;
+  const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
+  for (int p = 0; p < schedule.layout.pp; ++p) {
+    const ActionSeconds replayed =
+        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps);
+    for (const auto& [action, seconds] : replayed) {
+      StageSeconds& stage = stages.at(action.first);
+      const double value = median(seconds);
+      switch (action.second) {
+        case sched::ActionKind::F:
+          stage.forward = value;
+          break;
+        case sched::ActionKind::B:
+          stage.backward = value;
+          break;
+        case sched::ActionKind::I:
+          stage.input_backward = value;
+          break;
+        case sched::ActionKind::W:
+          stage.weight_backward = value;
+          break;
+        default:
+          stage.optimizer = value;  // OPTIM, the one other kind replayed
+      }
+    }
+  }
+}
+
 std::string host_name() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
@@ -94,6 +129,8 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   for (int s = 0; s < cost.num_stages(); ++s)
     profile.stages.push_back(measure_stage(scenario, cost, s, data, options));
+  if (options.schedule)
+    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, profile.stages);
   if (!options.probe_command.empty())
     profile.concurrency = measure_concurrency(scenario, profile.stages, options.probe_command);
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
@@ -105,7 +142,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v5|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v6|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

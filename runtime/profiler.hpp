@@ -7,6 +7,7 @@
 #include "models/cost_model.hpp"
 #include "models/profile.hpp"
 #include "models/scenario.hpp"
+#include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
 
@@ -18,12 +19,17 @@ struct ProfileOptions {
   /// Arguments that make this executable run `compute-probe` on the same scenario (see
   /// concurrency_probe.hpp); empty: the concurrency curve is not measured.
   std::vector<std::string> probe_command;
+  /// The scenario's schedule (lowered); when set, each stage's F, B, I, W and optimizer seconds
+  /// are those of its actions replayed in the schedule's order (replay_compute) where the
+  /// schedule has that kind, else of the stage timed alone.
+  const sched::Schedule* schedule = nullptr;
 };
 
 /// Measures, with the thread count each rank will train with (runtime.threads, or the cores
 /// shared by the scenario's world size), the median seconds of F, B, I, W and the optimizer
 /// step of every stage at the scenario's micro-batch size, gradients accumulating over
-/// layout.microbatches microbatches per step as in training; the point-to-point latency and
+/// layout.microbatches microbatches per step as in training (in the schedule's order, with
+/// options.schedule); the point-to-point latency and
 /// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
 /// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with a probe
 /// command, the concurrency curve (Profile::concurrency) measured by running k = 1 ...

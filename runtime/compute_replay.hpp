@@ -1,0 +1,32 @@
+// The compute actions of one rank's schedule, run in the schedule's order without communication
+// and timed: what `dtwin profile` takes each stage's F, B, I, W and optimizer seconds from.
+#pragma once
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "models/scenario.hpp"
+#include "runtime/data/token_dataset.hpp"
+#include "schedules/schedule.hpp"
+
+namespace dtwin::rt {
+
+/// Seconds of each compute action, keyed by (stage, kind).
+using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<double>>;
+
+/// Runs the F, B, I, W and OPTIM actions of `rank` in `schedule` in their order, `warmup`
+/// untimed steps then `steps` timed ones, and returns the wall seconds of every timed action.
+/// As in training, a microbatch's activations stay alive from its F to its B (or I), its
+/// deferred weight gradients from I to W, the first and last stages read their microbatch's
+/// tokens inside F, and gradients accumulate until OPTIM (AdamW, then zero_grad): each action
+/// meets the caches and heap that it meets in training, which timing it in isolation right after
+/// its own F would not (a B then finds its activations in cache). Sends, receives and collectives
+/// are skipped; non-first stages take a random input. Throws std::logic_error if the schedule
+/// runs a backward or W before the F or I it needs.
+ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
+                             const sched::Schedule& schedule, int rank, const TokenDataset& data,
+                             int warmup, int steps);
+
+}  // namespace dtwin::rt
