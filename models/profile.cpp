@@ -113,21 +113,28 @@ double Profile::concurrency_slowdown(int n) const {
   return concurrency.back() * n / measured;
 }
 
+double Profile::resume_delay(int busy) const {
+  if (wake_delay.empty()) return 0;
+  const int point = std::clamp(busy, 0, static_cast<int>(wake_delay.size()) - 1);
+  return std::max(0.0, wake_delay[point] - wake_delay.front());
+}
+
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
          inter_host_latency == other.inter_host_latency &&
          inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
          allreduce_ranks == other.allreduce_ranks &&
-         allreduce_across_hosts == other.allreduce_across_hosts && concurrency == other.concurrency;
+         allreduce_across_hosts == other.allreduce_across_hosts &&
+         concurrency == other.concurrency && wake_delay == other.wake_delay;
 }
 
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
-  const Section root(
-      origin, Field{doc, "", doc.Mark()},
-      {"machine", "threads", "concurrency", "stages", "p2p", "inter_host", "allreduce"});
+  const Section root(origin, Field{doc, "", doc.Mark()},
+                     {"machine", "threads", "concurrency", "wake_delay", "stages", "p2p",
+                      "inter_host", "allreduce"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -136,6 +143,11 @@ Profile load_profile(const std::string& path) {
     for (const Field& f :
          items(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks", false))
       p.concurrency.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
+  }
+  if (const std::optional<Field> delays = root.find("wake_delay")) {
+    for (const Field& f :
+         items(origin, *delays, "a non-empty list of delays, one per count of busy ranks", false))
+      p.wake_delay.push_back(detail::to_quantity(origin, f, Quantity::Latency, false));
   }
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
@@ -160,6 +172,11 @@ void save_profile(const Profile& profile, const std::string& path) {
   if (!profile.concurrency.empty()) {
     out << YAML::Key << "concurrency" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (double slowdown : profile.concurrency) out << number(slowdown);
+    out << YAML::EndSeq;
+  }
+  if (!profile.wake_delay.empty()) {
+    out << YAML::Key << "wake_delay" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (double delay : profile.wake_delay) out << number(delay);
     out << YAML::EndSeq;
   }
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;

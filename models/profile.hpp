@@ -8,6 +8,8 @@
 //   machine: "host-x gloo cpu"     # free text (optional, default "")
 //   threads: 1                     # intra-op threads per rank when measuring (optional, >= 1)
 //   concurrency: [1, 1.08, 1.62]   # slowdown with k = 1, 2, ... ranks busy at once (optional)
+//   wake_delay: [50us, 0.4ms, 4ms] # a computing rank's wait for a core after a short wait, with
+//                                  # j = 0, 1, ... other ranks computing (optional)
 //   stages:                        # one per stage, in stage order; seconds per microbatch
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
@@ -57,6 +59,11 @@ struct Profile {
   /// with k real processes (time-slicing of the cores, shared caches and memory bandwidth).
   /// Empty: not measured, and the simulator shares the host's cores fairly.
   std::vector<double> concurrency;
+  /// Mean seconds a rank that computes waits for a core when it wakes from a short wait (1 ms),
+  /// while j = 0, 1, ... other processes of its host compute: wake_delay[j]. Measured with
+  /// processes (the scheduler holds back a thread that used more than its share of the
+  /// cores). Empty: not measured.
+  std::vector<double> wake_delay;
   std::vector<StageSeconds> stages;  ///< one per stage, in stage order
   double p2p_latency = 0;            ///< seconds
   double p2p_bandwidth = 0;          ///< bytes/s
@@ -90,6 +97,11 @@ struct Profile {
   /// beyond the K measured points concurrency[K-1] * n / K (the K ranks' throughput time-sliced
   /// among n). Throws std::logic_error when concurrency is empty.
   double concurrency_slowdown(int n) const;
+
+  /// Seconds a rank resuming after a wait spends beyond the wait while `busy` >= 0 other ranks
+  /// of its host compute: wake_delay[busy] - wake_delay[0] (the last point beyond the curve),
+  /// never negative; 0 without the curve.
+  double resume_delay(int busy) const;
 
   /// Equal measurements: every field but `source`.
   bool operator==(const Profile& other) const;

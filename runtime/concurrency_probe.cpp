@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "models/cost_model.hpp"
 #include "runtime/clock.hpp"
@@ -30,6 +32,7 @@ constexpr double kMinWindow = 1;        // seconds, the shortest measuring windo
 constexpr double kMaxWindow = 3;        // seconds, the longest (slow builds: sanitizers)
 constexpr double kPassesPerWindow = 8;  // the window holds this many of the slowest passes
 constexpr int kRounds = 3;              // measurements of each point; the median is kept
+constexpr double kNap = 1e-3;           // seconds a probe sleeps after each pass with "wake"
 
 // A running probe process, its stdin and stdout one socket.
 struct Probe {
@@ -109,12 +112,17 @@ class Probes {
       }
   }
 
-  // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass.
-  std::vector<double> seconds_per_pass(const std::vector<int>& which, double window_s) {
+  // Sends `command` ("go" or "wake") with `window_s` to the probes `which`.
+  void start(const std::vector<int>& which, double window_s, const std::string& command = "go") {
     for (int i : which) {
-      std::fputs(fmt::format("go {}\n", window_s).c_str(), probes_[i].channel);
+      std::fputs(fmt::format("{} {}\n", command, window_s).c_str(), probes_[i].channel);
       std::fflush(probes_[i].channel);
     }
+  }
+
+  // Waits for the started probes `which`; returns each one's reported seconds over its count
+  // (per pass for "go", per wake-up for "wake").
+  std::vector<double> collect(const std::vector<int>& which) {
     std::vector<double> out;
     for (int i : which) {
       int passes = 0;
@@ -126,6 +134,12 @@ class Probes {
       out.push_back(seconds / passes);
     }
     return out;
+  }
+
+  // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass.
+  std::vector<double> seconds_per_pass(const std::vector<int>& which, double window_s) {
+    start(which, window_s);
+    return collect(which);
   }
 
   // Ends every probe; throws if one failed.
@@ -153,8 +167,21 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
   std::cout << "probe ready" << std::endl;
   for (std::string line; std::getline(std::cin, line);) {
     double window_s = 0;
+    if (std::sscanf(line.c_str(), "wake %lf", &window_s) == 1) {
+      int naps = 0;
+      double late = 0;  // seconds woken after each nap's end, summed
+      for (const double start = wall_seconds(); wall_seconds() < start + window_s; ++naps) {
+        pass();
+        const double asleep = wall_seconds();
+        std::this_thread::sleep_for(std::chrono::duration<double>(kNap));
+        late += wall_seconds() - asleep - kNap;
+      }
+      std::cout << "probe " << naps << " " << fmt::format("{}", late) << std::endl;
+      continue;
+    }
     if (std::sscanf(line.c_str(), "go %lf", &window_s) != 1)
-      throw std::runtime_error("compute probe: expected 'go SECONDS', got '" + line + "'");
+      throw std::runtime_error("compute probe: expected 'go SECONDS' or 'wake SECONDS', got '" +
+                               line + "'");
     const double start = wall_seconds();
     int passes = 0;
     double last_in_window = 0;
@@ -179,11 +206,11 @@ std::vector<int> stages_of_rank(const Scenario& scenario, int rank) {
   return stages;
 }
 
-std::vector<double> measure_concurrency(const Scenario& scenario,
-                                        const std::vector<StageSeconds>& stages,
-                                        const std::vector<std::string>& probe_command) {
+ConcurrencyFigures measure_concurrency(const Scenario& scenario,
+                                       const std::vector<StageSeconds>& stages,
+                                       const std::vector<std::string>& probe_command) {
   const int ranks = scenario.cluster.ranks_per_device;
-  if (ranks < 2) return {1};
+  if (ranks < 2) return {{1}, {}};
   // A pass runs F and B of each of the rank's stages; ranks of one pipeline rank share a pass.
   const auto pipeline_rank = [&](int rank) {
     return rank / scenario.layout.tp / scenario.layout.dp;
@@ -212,10 +239,19 @@ std::vector<double> measure_concurrency(const Scenario& scenario,
       rounds[k - 2].push_back(sum / k);
     }
   }
+  ConcurrencyFigures figures{{1}, {}};
+  for (const std::vector<double>& slowdowns : rounds) figures.slowdown.push_back(median(slowdowns));
+  // Probe 0 computes and naps while probes 1 .. j compute.
+  std::vector<int> others;
+  for (int j = 0; j < ranks; ++j) {
+    if (j > 0) others.push_back(j);
+    probes.start({0}, window_s, "wake");
+    probes.start(others, window_s);
+    figures.wake_delay.push_back(probes.collect({0}).front());
+    probes.collect(others);
+  }
   probes.finish_all();
-  std::vector<double> curve{1};
-  for (const std::vector<double>& slowdowns : rounds) curve.push_back(median(slowdowns));
-  return curve;
+  return figures;
 }
 
 }  // namespace dtwin::rt

@@ -21,21 +21,31 @@ std::vector<int> stages_of_rank(const Scenario& scenario, int rank);
 /// line "go SECONDS" on stdin, it runs passes back to back until one ends SECONDS + 0.05 s after
 /// the start, so that it stays busy while the other probes measure, and writes
 /// "probe PASSES LAST\n": the passes that ended within SECONDS and when the last of them
-/// ended, in seconds since the start. Returns 0 when stdin closes; throws std::runtime_error for
-/// any other line.
+/// ended, in seconds since the start. For "wake SECONDS" it runs, for SECONDS, passes each
+/// followed by a 1 ms sleep, and writes "probe NAPS LATE\n": the sleeps and the seconds it woke
+/// after their ends, summed. Returns 0 when stdin closes; throws std::runtime_error for any
+/// other line.
 int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir);
+
+/// What the probes measure.
+struct ConcurrencyFigures {
+  std::vector<double> slowdown;    ///< Profile::concurrency
+  std::vector<double> wake_delay;  ///< Profile::wake_delay
+};
 
 /// Measures Profile::concurrency for k = 1 ... cluster.ranks_per_device with one probe process
 /// per rank of the device (ranks 0 .. k-1), started once: in each of 3 rounds, every pipeline
 /// rank's probe alone, then probes 0 .. k-1 at once; a round's slowdown for k is the mean over
 /// the k probes of their seconds per pass over their pass alone, and the curve keeps the median
 /// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts 8 x the slowest
-/// rank's pass in `stages`' F + B, at least 1 s and at most 3 s. `probe_command`: the arguments
-/// that make this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank
-/// R" is appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
+/// rank's pass in `stages`' F + B, at least 1 s and at most 3 s. Then Profile::wake_delay: probe
+/// 0's mean lateness after its 1 ms sleeps ("wake") while probes 1 .. j compute, j = 0 ...
+/// ranks_per_device - 1 (empty without a second rank). `probe_command`: the arguments that make
+/// this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R" is
+/// appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
 /// else.
-std::vector<double> measure_concurrency(const Scenario& scenario,
-                                        const std::vector<StageSeconds>& stages,
-                                        const std::vector<std::string>& probe_command);
+ConcurrencyFigures measure_concurrency(const Scenario& scenario,
+                                       const std::vector<StageSeconds>& stages,
+                                       const std::vector<std::string>& probe_command);
 
 }  // namespace dtwin::rt

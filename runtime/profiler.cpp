@@ -131,8 +131,12 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     profile.stages.push_back(measure_stage(scenario, cost, s, data, options));
   if (options.schedule)
     measure_in_schedule_order(scenario, cost, *options.schedule, data, options, profile.stages);
-  if (!options.probe_command.empty())
-    profile.concurrency = measure_concurrency(scenario, profile.stages, options.probe_command);
+  if (!options.probe_command.empty()) {
+    ConcurrencyFigures figures =
+        measure_concurrency(scenario, profile.stages, options.probe_command);
+    profile.concurrency = std::move(figures.slowdown);
+    profile.wake_delay = std::move(figures.wake_delay);
+  }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats);
   return profile;
@@ -142,7 +146,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v6|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v7|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

@@ -41,6 +41,7 @@ struct World {
   std::map<std::string, double> last_arrival;           // collective tag -> latest arrival
   std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
+  std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
 };
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
@@ -104,7 +105,9 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   const double work =
       seconds ? *seconds * host->get_speed() : model_flops(world, a) * members / threads;
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
+  ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+  --world.computing[host];
   return collectives;
 }
 
@@ -221,6 +224,15 @@ std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
   return last;
 }
 
+// A rank that waited resumes when the scheduler gives it a core back: with other ranks of its
+// host computing, the profile's resume_delay later (Profile::wake_delay).
+void resume_after_wait(World& world, int rank) {
+  if (!world.options.profile) return;
+  const sg4::Host* host = world.platform.rank_hosts[rank];
+  const double delay = world.options.profile->resume_delay(world.computing[host]);
+  if (delay > 0) sg4::this_actor::sleep_for(delay);
+}
+
 void run_rank(World& world, int rank) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
@@ -247,6 +259,7 @@ void run_rank(World& world, int rank) {
       case ActionKind::RECV_B: {
         const std::string box = mailbox_of(layout, rank, a);
         sg4::Mailbox::by_name(box)->get<int>();
+        if (sg4::Engine::get_clock() > event.start) resume_after_wait(world, rank);
         event.end = sg4::Engine::get_clock();
         const auto [sender, index] = world.send_of.at(box);
         trace::TimedAction& send = world.sends[sender][index];

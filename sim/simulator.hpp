@@ -36,9 +36,10 @@ struct SimResult {
 /// Simulates one training step of `schedule` (lowered and validated) for `scenario`. One S4U
 /// actor per rank walks its list: compute actions execute their FLOPs (or profiled seconds) on
 /// the rank's host; SEND posts an asynchronous put and RECV waits for it, so transfers overlap
-/// compute; ALLREDUCE runs the scenario's dp_sync over the stage's DP group; UNSHARD, RESHARD and
-/// REDUCE_GRAD throw std::logic_error (not simulated yet). Creates the SimGrid engine, so it can
-/// run once per process.
+/// compute (a RECV that waited ends the profile's resume_delay later for the ranks computing on
+/// its host then); ALLREDUCE runs the scenario's dp_sync over the stage's DP group; UNSHARD,
+/// RESHARD and REDUCE_GRAD throw std::logic_error (not simulated yet). Creates the SimGrid engine,
+/// so it can run once per process.
 SimResult simulate(const Scenario& scenario, const sched::Schedule& schedule, const CostModel& cost,
                    const SimOptions& options = {});
 

@@ -85,4 +85,12 @@ TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes comp
   const int threads = std::max(1, cores / 3);
   CHECK(k3 >= 0.9 * std::max(1.0, 3.0 * threads / cores));
   CHECK(k3 >= k2 * 0.95);
+  // How late a computing probe wakes from its naps with 0, 1 and 2 others computing.
+  const auto wake = text.find("wake_delay: [");
+  REQUIRE(wake != std::string::npos);
+  double w0 = -1, w1 = -1, w2 = -1;
+  REQUIRE(std::sscanf(text.c_str() + wake, "wake_delay: [%lf, %lf, %lf]", &w0, &w1, &w2) == 3);
+  CHECK(w0 >= 0);
+  CHECK(w1 >= 0);
+  CHECK(w2 >= 0);
 }

@@ -124,6 +124,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
                  AllReducePoint{3e9, 12}};
   p.allreduce_ranks = 8;
   p.concurrency = {1, 1.1044, 5.0 / 3};
+  p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
 
   const std::string path = temp_path("roundtrip");
   save_profile(p, path);
@@ -148,6 +149,9 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK_FALSE(q == p);
     q = back;
     q.concurrency.pop_back();
+    CHECK_FALSE(q == p);
+    q = back;
+    q.wake_delay.pop_back();
     CHECK_FALSE(q == p);
     q = back;
     q.source = "elsewhere.yaml";  // where it was read from is not a measurement
@@ -230,6 +234,11 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     const auto [path2, msg2] = error_of("empty_curve", kGood + "concurrency: []\n");
     CHECK(contains(msg2, "concurrency: expected a non-empty list of slowdowns"));
   }
+  SECTION("a wake delay that is not a list of delays") {
+    const auto [path, msg] = error_of("negative_wake_delay", kGood + "wake_delay: [1ms, -1]\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "wake_delay[1]: expected a latency >= 0, got '-1'"));
+  }
   SECTION("not a map") {
     const auto [path, msg] = error_of("not_a_map", "- 1\n- 2\n");
     CHECK(contains(msg, "profile: expected a map, got '[1, 2]'"));  // quoted on one line
@@ -255,6 +264,17 @@ TEST_CASE("the concurrency slowdown: measured points, then time-slicing of the l
   CHECK(p.concurrency_slowdown(3) == 1.66);
   // 4 ranks share what 3 got: each 4/3 slower again.
   CHECK(p.concurrency_slowdown(4) == Approx(1.66 * 4 / 3));
+}
+
+TEST_CASE("the resume delay: the wake delay above the one alone, the last point beyond",
+          "[profile]") {
+  Profile p;
+  CHECK(p.resume_delay(2) == 0);  // not measured
+  p.wake_delay = {1e-4, 5e-5, 2e-3};
+  CHECK(p.resume_delay(0) == 0);
+  CHECK(p.resume_delay(1) == 0);  // below the delay alone: never negative
+  CHECK(p.resume_delay(2) == Approx(2e-3 - 1e-4));
+  CHECK(p.resume_delay(5) == Approx(2e-3 - 1e-4));
 }
 
 TEST_CASE("Gloo's CPU seconds per byte: the largest all-reduce point less the link's part",

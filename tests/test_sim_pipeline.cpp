@@ -164,3 +164,21 @@ TEST_CASE("Flow collectives against Message on a hybrid DP x PP step") {
   const double flow = step(sim::CollectiveModel::Flow);
   CHECK(flow == Approx(message).epsilon(0.01));
 }
+
+TEST_CASE("a rank that waited in a receive resumes the resume delay later while another computes") {
+  // GPipe, 2 stages on one 2-core device, 2 microbatches (F 1 ms, B 2 ms). Rank 1 waits for
+  // 0F0's activation, which lands while rank 0 computes 0F1; rank 0 waits for 1B1's gradient,
+  // which lands while rank 1 computes 1B0: each resumes the delay late. The other two messages
+  // are there before their receives: no wait. The step is 9 ms + 2 delays.
+  Scenario pipe = pipeline("gpipe", 2, 2, 1);
+  pipe.cluster.devices_per_node = 1;
+  pipe.cluster.ranks_per_device = 2;
+  pipe.cluster.device.cores = 2;
+  const double delay = 5e-4;
+  const auto step = [&](const std::vector<double>& wake_delay) {
+    return simulate_profiled(
+        pipe, [&](Profile& profile, const CostModel&) { profile.wake_delay = wake_delay; })[0];
+  };
+  CHECK(step({}) == Approx(9e-3).epsilon(0.005));
+  CHECK(step({1e-4, 1e-4 + delay}) == Approx(9e-3 + 2 * delay).epsilon(0.005));
+}
