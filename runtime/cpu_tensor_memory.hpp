@@ -5,11 +5,10 @@
 
 namespace dtwin::rt {
 
-/// Makes every later CPU tensor allocation of this process go through a counting allocator that
-/// allocates as LibTorch's default CPU allocator does (c10::alloc_cpu, 64-byte aligned; each
-/// block carries one alignment unit of header) (c10::SetCPUAllocator); idempotent and
-/// thread-safe. Storage
-/// allocated earlier is not counted, and its release is not subtracted.
+/// Makes every later CPU tensor allocation of this process go through a counting allocator
+/// (c10::SetCPUAllocator) that allocates as LibTorch's default one does (c10::alloc_cpu, 64-byte
+/// aligned), each block after a one-alignment-unit header holding its size; idempotent and
+/// thread-safe. Storage allocated earlier is not counted, and its release is not subtracted.
 void count_cpu_tensor_bytes();
 
 /// Bytes of CPU tensor storage allocated since count_cpu_tensor_bytes() and not yet freed.
