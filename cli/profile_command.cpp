@@ -37,10 +37,12 @@ int run_profile(const MachineJobOptions& options) {
 
 struct ProbeOptions : MachineJobOptions {
   int rank = 0;
+  int store_port = 0;
 };
 
 int run_probe(const ProbeOptions& options) {
-  return rt::run_compute_probe(options.scenario.load(), options.rank, options.data_dir);
+  return rt::run_compute_probe(options.scenario.load(), options.rank, options.data_dir,
+                               options.store_port);
 }
 
 }  // namespace
@@ -51,6 +53,8 @@ void add_compute_probe_command(CLI::App& app, int& exit_code) {
   cmd->group("");  // hidden: `profile` starts it
   add_data_dir_option(*cmd, options->data_dir);
   cmd->add_option("--rank", options->rank, "Rank whose stages to run")->required();
+  cmd->add_option("--store-port", options->store_port,
+                  "Port of the store on 127.0.0.1 where probes 0 and 1 pair for the late receive");
 }
 
 void add_profile_command(CLI::App& app, int& exit_code) {

@@ -74,6 +74,24 @@ std::string number(double value) {
   return fmt::format("{}", value);
 }
 
+// The optional list `key` of seconds, one per count of busy ranks, into `out`.
+void read_per_busy_count(const Origin& origin, const Section& root, const std::string& key,
+                         std::vector<double>& out) {
+  if (const std::optional<Field> delays = root.find(key))
+    for (const Field& f :
+         items(origin, *delays, "a non-empty list of delays, one per count of busy ranks", false))
+      out.push_back(detail::to_quantity(origin, f, Quantity::Latency, false));
+}
+
+// Writes `seconds` as the flow list `key`, unless it is empty.
+void write_per_busy_count(YAML::Emitter& out, const std::string& key,
+                          const std::vector<double>& seconds) {
+  if (seconds.empty()) return;
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double s : seconds) out << number(s);
+  out << YAML::EndSeq;
+}
+
 }  // namespace
 
 double Profile::allreduce_seconds(double bytes) const {
@@ -119,6 +137,11 @@ double Profile::resume_delay(int busy) const {
   return std::max(0.0, wake_delay[point] - wake_delay.front());
 }
 
+double Profile::late_receive_seconds(int busy) const {
+  if (late_receive.empty()) return 0;
+  return late_receive[std::clamp(busy, 0, static_cast<int>(late_receive.size()) - 1)];
+}
+
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
@@ -126,15 +149,16 @@ bool Profile::operator==(const Profile& other) const {
          inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
-         concurrency == other.concurrency && wake_delay == other.wake_delay;
+         concurrency == other.concurrency && wake_delay == other.wake_delay &&
+         late_receive == other.late_receive;
 }
 
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
   const Section root(origin, Field{doc, "", doc.Mark()},
-                     {"machine", "threads", "concurrency", "wake_delay", "stages", "p2p",
-                      "inter_host", "allreduce"});
+                     {"machine", "threads", "concurrency", "wake_delay", "late_receive", "stages",
+                      "p2p", "inter_host", "allreduce"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -144,11 +168,8 @@ Profile load_profile(const std::string& path) {
          items(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks", false))
       p.concurrency.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
   }
-  if (const std::optional<Field> delays = root.find("wake_delay")) {
-    for (const Field& f :
-         items(origin, *delays, "a non-empty list of delays, one per count of busy ranks", false))
-      p.wake_delay.push_back(detail::to_quantity(origin, f, Quantity::Latency, false));
-  }
+  read_per_busy_count(origin, root, "wake_delay", p.wake_delay);
+  read_per_busy_count(origin, root, "late_receive", p.late_receive);
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
   }
@@ -174,11 +195,8 @@ void save_profile(const Profile& profile, const std::string& path) {
     for (double slowdown : profile.concurrency) out << number(slowdown);
     out << YAML::EndSeq;
   }
-  if (!profile.wake_delay.empty()) {
-    out << YAML::Key << "wake_delay" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (double delay : profile.wake_delay) out << number(delay);
-    out << YAML::EndSeq;
-  }
+  write_per_busy_count(out, "wake_delay", profile.wake_delay);
+  write_per_busy_count(out, "late_receive", profile.late_receive);
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
   for (const StageSeconds& s : profile.stages) {
     out << YAML::Flow << YAML::BeginMap;

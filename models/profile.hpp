@@ -10,6 +10,8 @@
 //   concurrency: [1, 1.08, 1.62]   # slowdown with k = 1, 2, ... ranks busy at once (optional)
 //   wake_delay: [50us, 0.4ms, 4ms] # a computing rank's wait for a core after a short wait, with
 //                                  # j = 0, 1, ... other ranks computing (optional)
+//   late_receive: [0.3ms, 2ms]     # a receive posted after its send, right after computing,
+//                                  # with j = 0, 1, ... other ranks computing (optional)
 //   stages:                        # one per stage, in stage order; seconds per microbatch
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
@@ -64,6 +66,13 @@ struct Profile {
   /// processes (the scheduler holds back a thread that used more than its share of the
   /// cores). Empty: not measured.
   std::vector<double> wake_delay;
+  /// Mean seconds from posting to completion of a point-to-point receive of one pipeline
+  /// message that a rank posts right after computing, when its peer had already posted the send
+  /// (Gloo sends only once the receiver is ready, so the sender's and the receiver's progress
+  /// threads both need a core), while j = 0, 1, ... other processes of its host compute (from
+  /// j = 1 the sender among them): late_receive[j]. Measured with two processes and a Gloo pair.
+  /// Empty: not measured.
+  std::vector<double> late_receive;
   std::vector<StageSeconds> stages;  ///< one per stage, in stage order
   double p2p_latency = 0;            ///< seconds
   double p2p_bandwidth = 0;          ///< bytes/s
@@ -102,6 +111,11 @@ struct Profile {
   /// of its host compute: wake_delay[busy] - wake_delay[0] (the last point beyond the curve),
   /// never negative; 0 without the curve.
   double resume_delay(int busy) const;
+
+  /// Seconds a late receive (see late_receive) takes from its posting while `busy` >= 0 other
+  /// ranks of its host compute: late_receive[busy] (the last point beyond the curve); 0 without
+  /// the curve.
+  double late_receive_seconds(int busy) const;
 
   /// Equal measurements: every field but `source`.
   bool operator==(const Profile& other) const;

@@ -19,7 +19,9 @@
 #include "models/cost_model.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/late_receive.hpp"
 #include "runtime/median.hpp"
+#include "runtime/process_groups.hpp"
 #include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
@@ -33,6 +35,9 @@ constexpr double kMaxWindow = 3;        // seconds, the longest (slow builds: sa
 constexpr double kPassesPerWindow = 8;  // the window holds this many of the slowest passes
 constexpr int kRounds = 3;              // measurements of each point; the median is kept
 constexpr double kNap = 1e-3;           // seconds a probe sleeps after each pass with "wake"
+constexpr double kPairTimeout = 60;     // seconds the late-receive pair waits for its peer
+constexpr int kMinMessages = 8;         // late-receive messages per point, at least
+constexpr int kMaxMessages = 60;        // and at most
 
 // A running probe process, its stdin and stdout one socket.
 struct Probe {
@@ -41,7 +46,7 @@ struct Probe {
   FILE* channel = nullptr;
 };
 
-Probe start_probe(const std::vector<std::string>& command, int rank) {
+Probe start_probe(const std::vector<std::string>& command, int rank, int store_port) {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
     throw std::runtime_error("compute probe: cannot make a socket pair");
@@ -50,7 +55,8 @@ Probe start_probe(const std::vector<std::string>& command, int rank) {
   posix_spawn_file_actions_adddup2(&actions, ends[1], 0);
   posix_spawn_file_actions_adddup2(&actions, ends[1], 1);
   std::vector<std::string> args = command;
-  args.insert(args.end(), {"--rank", std::to_string(rank)});
+  args.insert(args.end(),
+              {"--rank", std::to_string(rank), "--store-port", std::to_string(store_port)});
   Probe probe{rank};
   const auto release = [&] {
     posix_spawn_file_actions_destroy(&actions);
@@ -95,8 +101,8 @@ std::string read_line(Probe& probe) {
 // The probes, started once and reused for every measurement; killed if still running at the end.
 class Probes {
  public:
-  Probes(const std::vector<std::string>& command, int count) {
-    for (int r = 0; r < count; ++r) probes_.push_back(start_probe(command, r));
+  Probes(const std::vector<std::string>& command, int count, int store_port) {
+    for (int r = 0; r < count; ++r) probes_.push_back(start_probe(command, r, store_port));
     for (Probe& p : probes_)
       if (read_line(p) != "ready\n")
         throw std::runtime_error(fmt::format("compute probe of rank {}: not ready", p.rank));
@@ -114,10 +120,13 @@ class Probes {
 
   // Sends `command` ("go" or "wake") with `window_s` to the probes `which`.
   void start(const std::vector<int>& which, double window_s, const std::string& command = "go") {
-    for (int i : which) {
-      std::fputs(fmt::format("{} {}\n", command, window_s).c_str(), probes_[i].channel);
-      std::fflush(probes_[i].channel);
-    }
+    for (int i : which) send(i, fmt::format("{} {}", command, window_s));
+  }
+
+  // Sends the protocol line `line` to probe `i`.
+  void send(int i, const std::string& line) {
+    std::fputs((line + "\n").c_str(), probes_[i].channel);
+    std::fflush(probes_[i].channel);
   }
 
   // Waits for the started probes `which`; returns each one's reported seconds over its count
@@ -153,7 +162,8 @@ class Probes {
 
 }  // namespace
 
-int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir) {
+int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir,
+                      int store_port) {
   configure_threads(scenario.runtime.threads, scenario.world_size());
   const CostModel cost(scenario);
   const TokenDataset data(data_dir, scenario.model.vocab_size, scenario.model.seq_len);
@@ -163,10 +173,33 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
   const auto pass = [&] {
     for (const auto& run : runs) run->backward(run->forward());
   };
+  const auto forwards = [&] {
+    for (const auto& run : runs) run->forward();
+  };
   for (int i = 0; i < 2; ++i) pass();
+  c10::intrusive_ptr<c10d::Backend> pair;  // with the other end of the late receive, once asked
+  const auto connect = [&] {
+    if (!pair)
+      pair = make_group(Backend::Gloo, tcp_store("127.0.0.1", store_port, false, kPairTimeout),
+                        "late-receive", rank, 2, kPairTimeout, GlooBinding{"127.0.0.1", {}});
+    return pair;
+  };
   std::cout << "probe ready" << std::endl;
   for (std::string line; std::getline(std::cin, line);) {
     double window_s = 0;
+    int messages = 0, computes = 0;
+    if (std::sscanf(line.c_str(), "send %d %d", &messages, &computes) == 2) {
+      send_late_receive_messages(*connect(), messages, cost.boundary_bytes(),
+                                 computes ? Activity(pass) : Activity([] {}));
+      std::cout << "probe " << messages << " 0" << std::endl;
+      continue;
+    }
+    if (std::sscanf(line.c_str(), "recv %d", &messages) == 1) {
+      const double mean =
+          receive_late_messages(*connect(), messages, cost.boundary_bytes(), forwards);
+      std::cout << "probe " << messages << " " << fmt::format("{}", mean * messages) << std::endl;
+      continue;
+    }
     if (std::sscanf(line.c_str(), "wake %lf", &window_s) == 1) {
       int naps = 0;
       double late = 0;  // seconds woken after each nap's end, summed
@@ -180,8 +213,9 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
       continue;
     }
     if (std::sscanf(line.c_str(), "go %lf", &window_s) != 1)
-      throw std::runtime_error("compute probe: expected 'go SECONDS' or 'wake SECONDS', got '" +
-                               line + "'");
+      throw std::runtime_error(
+          "compute probe: expected 'go SECONDS', 'wake SECONDS', 'send N 0|1' or 'recv N', got '" +
+          line + "'");
     const double start = wall_seconds();
     int passes = 0;
     double last_in_window = 0;
@@ -210,7 +244,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
                                        const std::vector<StageSeconds>& stages,
                                        const std::vector<std::string>& probe_command) {
   const int ranks = scenario.cluster.ranks_per_device;
-  if (ranks < 2) return {{1}, {}};
+  if (ranks < 2) return {{1}, {}, {}};
   // A pass runs F and B of each of the rank's stages; ranks of one pipeline rank share a pass.
   const auto pipeline_rank = [&](int rank) {
     return rank / scenario.layout.tp / scenario.layout.dp;
@@ -222,7 +256,8 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
     slowest = std::max(slowest, pass);
   }
   const double window_s = std::clamp(kPassesPerWindow * slowest, kMinWindow, kMaxWindow);
-  Probes probes(probe_command, ranks);
+  const auto store = tcp_store("127.0.0.1", 0, true, kPairTimeout);  // the late-receive pair's
+  Probes probes(probe_command, ranks, store->getPort());
   // rounds[k - 2][r]: round r's slowdown with k probes busy
   std::vector<std::vector<double>> rounds(ranks - 1);
   for (int r = 0; r < kRounds; ++r) {
@@ -239,7 +274,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
       rounds[k - 2].push_back(sum / k);
     }
   }
-  ConcurrencyFigures figures{{1}, {}};
+  ConcurrencyFigures figures{{1}, {}, {}};
   for (const std::vector<double>& slowdowns : rounds) figures.slowdown.push_back(median(slowdowns));
   // Probe 0 computes and naps while probes 1 .. j compute.
   std::vector<int> others;
@@ -249,6 +284,23 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
     probes.start(others, window_s);
     figures.wake_delay.push_back(probes.collect({0}).front());
     probes.collect(others);
+  }
+  // Probe 0 computes its forwards and receives late from probe 1, which computes its passes
+  // (from j = 1) while probes 2 .. j compute too.
+  double sender_pass = 0;
+  for (int s : stages_of_rank(scenario, 1))
+    sender_pass += stages.at(s).forward + stages.at(s).backward;
+  const int messages =
+      std::clamp(static_cast<int>(window_s / sender_pass), kMinMessages, kMaxMessages);
+  std::vector<int> hogs;
+  for (int j = 0; j < ranks; ++j) {
+    if (j > 1) hogs.push_back(j);
+    probes.send(0, fmt::format("recv {}", messages));
+    probes.send(1, fmt::format("send {} {}", messages, j > 0 ? 1 : 0));
+    probes.start(hogs, 1.2 * messages * sender_pass);
+    figures.late_receive.push_back(probes.collect({0}).front());
+    probes.collect({1});
+    probes.collect(hogs);
   }
   probes.finish_all();
   return figures;

@@ -23,14 +23,20 @@ std::vector<int> stages_of_rank(const Scenario& scenario, int rank);
 /// "probe PASSES LAST\n": the passes that ended within SECONDS and when the last of them
 /// ended, in seconds since the start. For "wake SECONDS" it runs, for SECONDS, passes each
 /// followed by a 1 ms sleep, and writes "probe NAPS LATE\n": the sleeps and the seconds it woke
-/// after their ends, summed. Returns 0 when stdin closes; throws std::runtime_error for any
-/// other line.
-int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir);
+/// after their ends, summed. Probes 0 and 1 pair over Gloo through the store at
+/// 127.0.0.1:`store_port` on their first "send N C" or "recv N": probe 1 sends N pipeline
+/// messages (CostModel::boundary_bytes), running a pass after posting each when C is 1, and
+/// writes "probe N 0"; probe 0 runs its forwards and then receives each, and writes
+/// "probe N TOTAL", TOTAL the seconds of the N late receives (receive_late_messages). Returns
+/// 0 when stdin closes; throws std::runtime_error for any other line.
+int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir,
+                      int store_port);
 
 /// What the probes measure.
 struct ConcurrencyFigures {
-  std::vector<double> slowdown;    ///< Profile::concurrency
-  std::vector<double> wake_delay;  ///< Profile::wake_delay
+  std::vector<double> slowdown;      ///< Profile::concurrency
+  std::vector<double> wake_delay;    ///< Profile::wake_delay
+  std::vector<double> late_receive;  ///< Profile::late_receive
 };
 
 /// Measures Profile::concurrency for k = 1 ... cluster.ranks_per_device with one probe process
@@ -40,10 +46,14 @@ struct ConcurrencyFigures {
 /// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts 8 x the slowest
 /// rank's pass in `stages`' F + B, at least 1 s and at most 3 s. Then Profile::wake_delay: probe
 /// 0's mean lateness after its 1 ms sleeps ("wake") while probes 1 .. j compute, j = 0 ...
-/// ranks_per_device - 1 (empty without a second rank). `probe_command`: the arguments that make
-/// this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R" is
-/// appended. Throws std::runtime_error when a probe cannot start, fails, or writes anything
-/// else.
+/// ranks_per_device - 1 (empty without a second rank). Then Profile::late_receive: probe 0's
+/// mean late receive from probe 1 ("recv"/"send") with j = 0 ... ranks_per_device - 1 other
+/// probes computing: probe 1 from j = 1, probes 2 .. j beside it; each point takes 8 to 60
+/// messages, about one measuring window of probe 1's passes. The probes pair through a store
+/// this process hosts on a free port of 127.0.0.1. `probe_command`: the arguments that make
+/// this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R
+/// --store-port P" is appended. Throws std::runtime_error when a probe cannot start, fails, or
+/// writes anything else.
 ConcurrencyFigures measure_concurrency(const Scenario& scenario,
                                        const std::vector<StageSeconds>& stages,
                                        const std::vector<std::string>& probe_command);

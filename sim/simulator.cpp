@@ -233,6 +233,14 @@ void resume_after_wait(World& world, int rank) {
   if (delay > 0) sg4::this_actor::sleep_for(delay);
 }
 
+// A receive posted after its send, at `posted` while `busy` other ranks of its host computed,
+// ends no earlier than the profile's late_receive_seconds(busy) after its posting.
+void finish_late_receive(World& world, double posted, int busy) {
+  if (!world.options.profile) return;
+  const double end = posted + world.options.profile->late_receive_seconds(busy);
+  if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
+}
+
 void run_rank(World& world, int rank) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
@@ -258,8 +266,14 @@ void run_rank(World& world, int rank) {
       case ActionKind::RECV_F:
       case ActionKind::RECV_B: {
         const std::string box = mailbox_of(layout, rank, a);
+        // Posted after its send: Gloo's rendezvous needs both progress threads (late_receive).
+        const bool late = world.send_of.contains(box);
+        const int busy = world.computing[world.platform.rank_hosts[rank]];
         sg4::Mailbox::by_name(box)->get<int>();
-        if (sg4::Engine::get_clock() > event.start) resume_after_wait(world, rank);
+        if (late)
+          finish_late_receive(world, event.start, busy);
+        else if (sg4::Engine::get_clock() > event.start)
+          resume_after_wait(world, rank);
         event.end = sg4::Engine::get_clock();
         const auto [sender, index] = world.send_of.at(box);
         trace::TimedAction& send = world.sends[sender][index];
@@ -346,7 +360,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       std::vector<double>(layout.world_size()),
       {},
       {},
-      std::vector<std::vector<trace::TimedAction>>(layout.world_size())};
+      std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
+      {}};
   for (int rank = 0; rank < layout.world_size(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });

@@ -93,4 +93,12 @@ TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes comp
   CHECK(w0 >= 0);
   CHECK(w1 >= 0);
   CHECK(w2 >= 0);
+  // Late receives over a real Gloo pair of probes: at least one message's transfer each.
+  const auto late = text.find("late_receive: [");
+  REQUIRE(late != std::string::npos);
+  double l0 = -1, l1 = -1, l2 = -1;
+  REQUIRE(std::sscanf(text.c_str() + late, "late_receive: [%lf, %lf, %lf]", &l0, &l1, &l2) == 3);
+  CHECK(l0 > 0);
+  CHECK(l1 > 0);
+  CHECK(l2 > 0);
 }

@@ -125,6 +125,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.allreduce_ranks = 8;
   p.concurrency = {1, 1.1044, 5.0 / 3};
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
+  p.late_receive = {3.3e-4, 1.0 / 900};
 
   const std::string path = temp_path("roundtrip");
   save_profile(p, path);
@@ -152,6 +153,9 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK_FALSE(q == p);
     q = back;
     q.wake_delay.pop_back();
+    CHECK_FALSE(q == p);
+    q = back;
+    q.late_receive.pop_back();
     CHECK_FALSE(q == p);
     q = back;
     q.source = "elsewhere.yaml";  // where it was read from is not a measurement
@@ -239,6 +243,11 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     CHECK(starts_with(msg, path + ":11:"));
     CHECK(contains(msg, "wake_delay[1]: expected a latency >= 0, got '-1'"));
   }
+  SECTION("a late receive that is not a list of seconds") {
+    const auto [path, msg] = error_of("late_receive_map", kGood + "late_receive: {a: 1}\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "late_receive: expected a non-empty list of delays"));
+  }
   SECTION("not a map") {
     const auto [path, msg] = error_of("not_a_map", "- 1\n- 2\n");
     CHECK(contains(msg, "profile: expected a map, got '[1, 2]'"));  // quoted on one line
@@ -275,6 +284,15 @@ TEST_CASE("the resume delay: the wake delay above the one alone, the last point 
   CHECK(p.resume_delay(1) == 0);  // below the delay alone: never negative
   CHECK(p.resume_delay(2) == Approx(2e-3 - 1e-4));
   CHECK(p.resume_delay(5) == Approx(2e-3 - 1e-4));
+}
+
+TEST_CASE("the late receive: the point of the busy count, the last point beyond", "[profile]") {
+  Profile p;
+  CHECK(p.late_receive_seconds(1) == 0);  // not measured
+  p.late_receive = {3e-4, 2e-3};
+  CHECK(p.late_receive_seconds(0) == 3e-4);
+  CHECK(p.late_receive_seconds(1) == 2e-3);
+  CHECK(p.late_receive_seconds(4) == 2e-3);
 }
 
 TEST_CASE("Gloo's CPU seconds per byte: the largest all-reduce point less the link's part",

@@ -165,20 +165,37 @@ TEST_CASE("Flow collectives against Message on a hybrid DP x PP step") {
   CHECK(flow == Approx(message).epsilon(0.01));
 }
 
-TEST_CASE("a rank that waited in a receive resumes the resume delay later while another computes") {
-  // GPipe, 2 stages on one 2-core device, 2 microbatches (F 1 ms, B 2 ms). Rank 1 waits for
-  // 0F0's activation, which lands while rank 0 computes 0F1; rank 0 waits for 1B1's gradient,
-  // which lands while rank 1 computes 1B0: each resumes the delay late. The other two messages
-  // are there before their receives: no wait. The step is 9 ms + 2 delays.
+// The step of a GPipe pipeline, 2 stages on one 2-core device, 2 microbatches (F 1 ms, B 2 ms),
+// simulated with the profile's curve `member` (Profile::wake_delay or late_receive) = `curve`.
+static double two_stage_gpipe_step(std::vector<double> Profile::*member,
+                                   const std::vector<double>& curve) {
   Scenario pipe = pipeline("gpipe", 2, 2, 1);
   pipe.cluster.devices_per_node = 1;
   pipe.cluster.ranks_per_device = 2;
   pipe.cluster.device.cores = 2;
+  return simulate_profiled(pipe,
+                           [&](Profile& profile, const CostModel&) { profile.*member = curve; })[0];
+}
+
+TEST_CASE("a rank that waited in a receive resumes the resume delay later while another computes") {
+  // Rank 1 waits for 0F0's activation, which lands while rank 0 computes 0F1; rank 0 waits for
+  // 1B1's gradient, which lands while rank 1 computes 1B0: each resumes the delay late. The
+  // other two messages are there before their receives: no wait. The step is 9 ms + 2 delays.
   const double delay = 5e-4;
-  const auto step = [&](const std::vector<double>& wake_delay) {
-    return simulate_profiled(
-        pipe, [&](Profile& profile, const CostModel&) { profile.wake_delay = wake_delay; })[0];
-  };
-  CHECK(step({}) == Approx(9e-3).epsilon(0.005));
-  CHECK(step({1e-4, 1e-4 + delay}) == Approx(9e-3 + 2 * delay).epsilon(0.005));
+  CHECK(two_stage_gpipe_step(&Profile::wake_delay, {}) == Approx(9e-3).epsilon(0.005));
+  CHECK(two_stage_gpipe_step(&Profile::wake_delay, {1e-4, 1e-4 + delay}) ==
+        Approx(9e-3 + 2 * delay).epsilon(0.005));
+}
+
+TEST_CASE("a receive posted after its send lasts the late-receive time from its posting") {
+  // In the same step, 0F1's activation (sent at 2 ms, received after 1F0) and 1B0's gradient
+  // (sent before 0B1 ends) are sent before their receives are posted; each of those two
+  // receives on the critical path now lasts the late-receive time, not the transfer's.
+  const double late = 7e-4;
+  const double plain = two_stage_gpipe_step(&Profile::late_receive, {});
+  CHECK(plain == Approx(9e-3).epsilon(0.005));
+  CHECK(two_stage_gpipe_step(&Profile::late_receive, {late, late}) ==
+        Approx(9e-3 + 2 * late).epsilon(0.005));
+  // Shorter than the transfer itself: the transfer's time stands.
+  CHECK(two_stage_gpipe_step(&Profile::late_receive, {1e-9, 1e-9}) == Approx(plain));
 }
