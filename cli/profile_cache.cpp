@@ -11,6 +11,17 @@
 #include "runtime/profiler.hpp"
 
 namespace dtwin {
+namespace {
+
+// Prints "WHAT with j others computing: j=0 0.110 ms j=1 ..." unless `seconds` is empty.
+void print_per_busy_count(const char* what, const std::vector<double>& seconds) {
+  if (seconds.empty()) return;
+  std::printf("%s with j others computing:", what);
+  for (size_t j = 0; j < seconds.size(); ++j) std::printf(" j=%zu %.3f ms", j, seconds[j] * 1e3);
+  std::printf("\n");
+}
+
+}  // namespace
 
 std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
                                      const std::string& path) {
@@ -42,6 +53,8 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   for (size_t k = 0; k < profile.concurrency.size(); ++k)
     std::printf(" k=%zu x%.3f", k + 1, profile.concurrency[k]);
   std::printf("\n");
+  print_per_busy_count("wake delay after a 1 ms nap", profile.wake_delay);
+  print_per_busy_count("late receive of one pipeline message", profile.late_receive);
   return target;
 }
 

@@ -36,8 +36,8 @@ constexpr double kPassesPerWindow = 8;  // the window holds this many of the slo
 constexpr int kRounds = 3;              // measurements of each point; the median is kept
 constexpr double kNap = 1e-3;           // seconds a probe sleeps after each pass with "wake"
 constexpr double kPairTimeout = 60;     // seconds the late-receive pair waits for its peer
-constexpr int kMinMessages = 8;         // late-receive messages per point, at least
-constexpr int kMaxMessages = 60;        // and at most
+constexpr int kMinMessages = 30;        // late-receive messages per point, at least (a long tail)
+constexpr int kMaxMessages = 80;        // and at most
 
 // A running probe process, its stdin and stdout one socket.
 struct Probe {
@@ -291,7 +291,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
   for (int s : stages_of_rank(scenario, 1))
     sender_pass += stages.at(s).forward + stages.at(s).backward;
   const int messages =
-      std::clamp(static_cast<int>(window_s / sender_pass), kMinMessages, kMaxMessages);
+      std::clamp(static_cast<int>(2 * window_s / sender_pass), kMinMessages, kMaxMessages);
   std::vector<int> hogs;
   for (int j = 0; j < ranks; ++j) {
     if (j > 1) hogs.push_back(j);

@@ -48,8 +48,8 @@ struct ConcurrencyFigures {
 /// 0's mean lateness after its 1 ms sleeps ("wake") while probes 1 .. j compute, j = 0 ...
 /// ranks_per_device - 1 (empty without a second rank). Then Profile::late_receive: probe 0's
 /// mean late receive from probe 1 ("recv"/"send") with j = 0 ... ranks_per_device - 1 other
-/// probes computing: probe 1 from j = 1, probes 2 .. j beside it; each point takes 8 to 60
-/// messages, about one measuring window of probe 1's passes. The probes pair through a store
+/// probes computing: probe 1 from j = 1, probes 2 .. j beside it; each point takes 30 to 80
+/// messages, about two measuring windows of probe 1's passes. The probes pair through a store
 /// this process hosts on a free port of 127.0.0.1. `probe_command`: the arguments that make
 /// this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R
 /// --store-port P" is appended. Throws std::runtime_error when a probe cannot start, fails, or
