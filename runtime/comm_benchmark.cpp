@@ -65,9 +65,13 @@ std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::ve
 
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
                            const std::vector<double>& allreduce_bytes, int repeats) {
+  // A ping-pong takes tens of microseconds: many, so that a moment of other load on the host
+  // does not set the median (15 of them once measured 173 MB/s beside a busy process, not 6 GB/s).
+  constexpr int kMinPingPongs = 200;
+  const int pings = std::max(repeats, kMinPingPongs);
   with_group(2, "p2p", [&](int rank, c10d::Backend& group) {
-    const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, repeats);
-    const double large = one_way_seconds(group, 1 - rank, rank == 0, message_bytes, repeats);
+    const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, pings);
+    const double large = one_way_seconds(group, 1 - rank, rank == 0, message_bytes, pings);
     if (rank == 0) {
       profile.p2p_latency = latency;
       profile.p2p_bandwidth = message_bytes / std::max(large - latency, 1e-9);

@@ -9,10 +9,6 @@
 
 namespace dtwin::rt {
 
-/// Runs `ranks` Gloo ranks as threads of this process, connected through a TCPStore and real
-/// loopback sockets. Sets profile.p2p_latency (half the median round trip of a 4-byte message)
-/// and p2p_bandwidth (bytes / (one-way time of `message_bytes` - latency)) and, for ranks >= 2
-/// in `allreduce_ranks`, one all-reduce point per size in `allreduce_bytes` (median seconds).
 /// Median one-way seconds of `repeats` ping-pongs of `bytes` with rank `peer` of `group` (after
 /// 2 untimed): half the round trip. The rank that `starts` sends first; the peer calls it with
 /// starts = false.
@@ -23,6 +19,11 @@ double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes
 std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,
                                              int repeats);
 
+/// Runs Gloo ranks as threads of this process, connected through a TCPStore and real loopback
+/// sockets. Sets profile.p2p_latency (one_way_seconds of a 4-byte message) and p2p_bandwidth
+/// (bytes / (one-way time of `message_bytes` - latency)), each over max(`repeats`, 200)
+/// ping-pongs, and, for `allreduce_ranks` >= 2, one all-reduce point per size in
+/// `allreduce_bytes` (median seconds of `repeats`) over that many ranks.
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
                            const std::vector<double>& allreduce_bytes, int repeats);
 
