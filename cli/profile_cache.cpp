@@ -73,7 +73,6 @@ Profile measure_network(const Scenario& scenario, const rt::RankEnv& env) {
 Profile with_network(Profile compute, const Profile& network) {
   compute.inter_host_latency = network.inter_host_latency;
   compute.inter_host_bandwidth = network.inter_host_bandwidth;
-  compute.inter_host_burst = network.inter_host_burst;
   if (!network.allreduce.empty()) {
     compute.allreduce = network.allreduce;
     compute.allreduce_ranks = network.allreduce_ranks;

@@ -146,8 +146,7 @@ bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
          inter_host_latency == other.inter_host_latency &&
-         inter_host_bandwidth == other.inter_host_bandwidth &&
-         inter_host_burst == other.inter_host_burst && allreduce == other.allreduce &&
+         inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
          concurrency == other.concurrency && wake_delay == other.wake_delay &&
@@ -177,10 +176,9 @@ Profile load_profile(const std::string& path) {
   const Section p2p = root.section("p2p", {"latency", "bandwidth"});
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
-  if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth", "burst"})) {
+  if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth"})) {
     p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
     p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
-    inter->quantity("burst", Quantity::Bytes, false, p.inter_host_burst);
   }
   read_allreduce(origin, root, p);
   return p;
@@ -218,8 +216,6 @@ void save_profile(const Profile& profile, const std::string& path) {
     out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "latency" << YAML::Value << number(profile.inter_host_latency);
     out << YAML::Key << "bandwidth" << YAML::Value << number(profile.inter_host_bandwidth);
-    if (profile.inter_host_burst > 0)
-      out << YAML::Key << "burst" << YAML::Value << number(profile.inter_host_burst);
     out << YAML::EndMap;
   }
   out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;

@@ -16,9 +16,7 @@
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
-//   inter_host: {latency: 200us, bandwidth: 12.5MB/s, burst: 128KB}  # optional: between hosts;
-//                                  # burst (optional, default 0): what a link sends at once after
-//                                  # it idled (a token-bucket shaper)
+//   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   allreduce:
 //     ranks: 2                     # size of the group the points were measured over
 //     across_hosts: false          # optional: the group spanned hosts (else one host's loopback)
@@ -82,10 +80,6 @@ struct Profile {
   /// seconds of a small message and bytes/s of a large one; 0 when not measured.
   double inter_host_latency = 0;
   double inter_host_bandwidth = 0;
-  /// Bytes a link between hosts lets through at once after it idled, beyond its bandwidth: a
-  /// token-bucket shaper's burst (Linux tc tbf, a cloud NIC's burst allowance), refilled at the
-  /// bandwidth. Measured from messages sent after a pause; 0 when not measured or none.
-  double inter_host_burst = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
   int allreduce_ranks = 0;                ///< the group size the points were measured over
   bool allreduce_across_hosts = false;    ///< the group spanned hosts, one rank per host

@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <thread>
 
@@ -30,25 +29,19 @@ void with_group(int ranks, const std::string& name,
 
 }  // namespace
 
-double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
-                       double pause_s) {
+double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats) {
   std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
-  const auto pause = [&] {
-    if (pause_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(pause_s));
-  };
   std::vector<double> times;
   for (int i = -2; i < repeats; ++i) {
     const double start = wall_seconds();
     if (starts) {
-      pause();
       group.send(buffer, peer, i + 2)->wait();
       group.recv(buffer, peer, i + 2)->wait();
     } else {
       group.recv(buffer, peer, i + 2)->wait();
-      pause();
       group.send(buffer, peer, i + 2)->wait();
     }
-    if (i >= 0) times.push_back((wall_seconds() - start - 2 * pause_s) / 2);
+    if (i >= 0) times.push_back((wall_seconds() - start) / 2);
   }
   return median(times);
 }

@@ -11,10 +11,8 @@ namespace dtwin::rt {
 
 /// Median one-way seconds of `repeats` ping-pongs of `bytes` with rank `peer` of `group` (after
 /// 2 untimed): half the round trip. The rank that `starts` sends first; the peer calls it with
-/// starts = false. With `pause_s` > 0 each side sleeps that long before it sends (so that a
-/// shaper's bucket refills), and the pauses are not counted.
-double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
-                       double pause_s = 0);
+/// starts = false.
+double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats);
 
 /// The median seconds of `repeats` all-reduces (after 2 untimed, each after a barrier) of every
 /// size in `sizes` (bytes of fp32) over `group`; every member calls it.

@@ -12,13 +12,6 @@
 #include "runtime/process_groups.hpp"
 
 namespace dtwin::rt {
-namespace {
-
-constexpr double kBurstProbe = 1 << 20;  // bytes sent after each pause to measure the burst
-constexpr double kRefillMargin = 0.02;   // s of pause beyond the refill of kBurstProbe
-
-}  // namespace
-
 void calibrate_network(const Scenario& scenario, const RankEnv& env, double message_bytes,
                        const std::vector<double>& allreduce_sizes, int repeats, Profile& profile) {
   const double timeout = scenario.runtime.timeout_s;
@@ -40,7 +33,7 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
     host[r] = it->second;
   }
 
-  std::vector<double> latencies, bandwidths, bursts;
+  std::vector<double> latencies, bandwidths;
   for (size_t a = 0; a < first_rank.size(); ++a)
     for (size_t b = a + 1; b < first_rank.size(); ++b) {
       const int ra = first_rank[a], rb = first_rank[b];
@@ -49,24 +42,17 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
         const int peer = env.rank == ra ? rb : ra;
         const double small = one_way_seconds(*world, peer, env.rank == ra, 4, repeats);
         const double large = one_way_seconds(*world, peer, env.rank == ra, message_bytes, repeats);
-        const double bandwidth = message_bytes / std::max(large - small, 1e-9);
-        // After a pause long enough to refill a bucket of the whole message, what arrives
-        // sooner than the bandwidth allows came at once: the burst.
-        const double paused = one_way_seconds(*world, peer, env.rank == ra, kBurstProbe, repeats,
-                                              kBurstProbe / bandwidth + kRefillMargin);
-        const double burst =
-            std::clamp(kBurstProbe - (paused - small) * bandwidth, 0.0, kBurstProbe);
         if (env.rank == ra)
-          store->set(key, store_bytes(fmt::format("{} {} {}", small, bandwidth, burst)));
+          store->set(key, store_bytes(fmt::format("{} {}", small,
+                                                  message_bytes / std::max(large - small, 1e-9))));
       }
       world->barrier()->wait();
       if (env.rank == 0) {
         const std::string figures = store_text(store->get(key));
-        double latency = 0, bandwidth = 0, burst = 0;
-        std::sscanf(figures.c_str(), "%lf %lf %lf", &latency, &bandwidth, &burst);
+        double latency = 0, bandwidth = 0;
+        std::sscanf(figures.c_str(), "%lf %lf", &latency, &bandwidth);
         latencies.push_back(latency);
         bandwidths.push_back(bandwidth);
-        bursts.push_back(burst);
       }
     }
 
@@ -88,7 +74,6 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
   if (env.rank == 0 && !latencies.empty()) {
     profile.inter_host_latency = median(latencies);
     profile.inter_host_bandwidth = median(bandwidths);
-    profile.inter_host_burst = median(bursts);
   }
 }
 

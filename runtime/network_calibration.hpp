@@ -14,9 +14,6 @@ namespace dtwin::rt {
 /// hosts by the address that routes to MASTER_ADDR. Between the first ranks of every pair of
 /// hosts: the one-way seconds of a 4-byte and of a `message_bytes` ping-pong; the medians over
 /// pairs give profile.inter_host_latency and inter_host_bandwidth (bytes / (large - small)).
-/// Then the one-way seconds t of 1 MiB sent after a pause long enough to refill a token bucket
-/// of 1 MiB at that bandwidth: inter_host_burst = 1 MiB - (t - small) x bandwidth, within
-/// [0, 1 MiB] (what a shaper let through at once; 0 on a plain link).
 /// Over the data-parallel group of stage 0 (layout.dp ranks): all-reduce seconds for each of
 /// `allreduce_sizes` (bytes), with allreduce_across_hosts when its ranks are on different
 /// hosts. Only rank 0's `profile` receives the figures; `repeats` timed repetitions each.

@@ -28,12 +28,6 @@ int payload_token = 0;  // SimGrid moves a pointer; the byte count is what it ti
 
 // State every rank's actor reads and writes. SimGrid runs one actor at a time, so plain
 // containers are safe.
-// A link's token-bucket shaper: `tokens` bytes at time `at`.
-struct TokenBucket {
-  double tokens = 0;
-  double at = 0;
-};
-
 struct World {
   const Scenario& scenario;
   const sched::Schedule& schedule;
@@ -48,34 +42,7 @@ struct World {
   std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
-  std::map<std::pair<int, int>, TokenBucket> buckets;   // (node, node) -> its link's shaper
 };
-
-// The node of a schedule rank: devices are numbered node by node.
-int node_of(const World& world, int rank) {
-  const auto& devices = world.platform.devices;
-  const auto at = std::find(devices.begin(), devices.end(), world.platform.rank_hosts[rank]);
-  return static_cast<int>(at - devices.begin()) / world.scenario.cluster.devices_per_node;
-}
-
-// Bytes of a `bytes` message from rank `from` to rank `to`, sent now, that the link between
-// their nodes lets through at once: its shaper's tokens (Profile::inter_host_burst, refilled at
-// inter_host_bandwidth while the link idles). The rest goes at the bandwidth, using the tokens
-// as they come, so the bucket is empty until that part has passed.
-double burst_bytes(World& world, int from, int to, double bytes) {
-  const Profile* profile = world.options.profile;
-  if (!profile || profile->inter_host_burst <= 0) return 0;
-  const int a = node_of(world, from), b = node_of(world, to);
-  if (a == b) return 0;
-  const double burst = profile->inter_host_burst, rate = profile->inter_host_bandwidth;
-  const double now = sg4::Engine::get_clock();
-  TokenBucket& bucket = world.buckets.try_emplace({a, b}, TokenBucket{burst, 0}).first->second;
-  const double tokens = std::min(burst, bucket.tokens + std::max(0.0, now - bucket.at) * rate);
-  const double fast = std::min(tokens, bytes);
-  bucket.tokens = tokens - fast;
-  bucket.at = now + (bytes - fast) / rate;
-  return fast;
-}
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
 std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
@@ -293,10 +260,7 @@ void run_rank(World& world, int rank) {
         const std::string box = mailbox_of(layout, rank, a);
         world.send_of[box] = {rank, world.sends[rank].size()};
         world.sends[rank].push_back(event);
-        const int to = sched::receiver_of(layout, rank, a).rank;
-        sg4::Mailbox::by_name(box)
-            ->put_init(&payload_token, bytes - burst_bytes(world, rank, to, bytes))
-            ->detach();
+        sg4::Mailbox::by_name(box)->put_init(&payload_token, bytes)->detach();
         continue;
       }
       case ActionKind::RECV_F:
@@ -397,7 +361,6 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
-      {},
       {}};
   for (int rank = 0; rank < layout.world_size(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],

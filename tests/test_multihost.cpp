@@ -164,9 +164,6 @@ TEST_CASE("dtwin run across two hosts measures their link and predicts with it")
   const double link = 100e6 / 8;  // bytes/s
   CHECK(profile.inter_host_bandwidth > 0.5 * link);
   CHECK(profile.inter_host_bandwidth < 1.1 * link);
-  // The shaper's bucket of 128 KB (net_hosts.hpp) passes at once after a pause.
-  CHECK(profile.inter_host_burst > 50e3);
-  CHECK(profile.inter_host_burst < 400e3);
   CHECK(profile.allreduce_ranks == 2);
   CHECK(profile.allreduce_across_hosts);
   // The predicted all-reduce of the gradients crosses that link: at least 90% of their bytes at

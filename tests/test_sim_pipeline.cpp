@@ -199,25 +199,3 @@ TEST_CASE("a receive posted after its send lasts the late-receive time from its 
   // Shorter than the transfer itself: the transfer's time stands.
   CHECK(two_stage_gpipe_step(&Profile::late_receive, {1e-9, 1e-9}) == Approx(plain));
 }
-
-TEST_CASE("a shaped link between nodes lets its burst through at once after it idled") {
-  // GPipe, 2 stages on 2 nodes, 1 microbatch: one activation and one gradient cross the link,
-  // each after the link idled through a stage's compute. At 1 MB/s, the bytes of the burst
-  // arrive at once and only the rest at the bandwidth.
-  Scenario pipe = pipeline("gpipe", 2, 1, 1);
-  pipe.cluster.nodes = 2;
-  pipe.cluster.devices_per_node = 1;
-  const double rate = 1e6;
-  const double message = CostModel(pipe).boundary_bytes();
-  const auto step = [&](double burst) {
-    return simulate_profiled(pipe, [&](Profile& profile, const CostModel&) {
-      profile.inter_host_latency = 1e-4;
-      profile.inter_host_bandwidth = rate;
-      profile.inter_host_burst = burst;
-    })[0];
-  };
-  const double plain = step(0);
-  const double burst = 0.25 * message;
-  CHECK(step(burst) == Approx(plain - 2 * burst / rate).epsilon(1e-3));
-  CHECK(step(10 * message) == Approx(plain - 2 * message / rate).epsilon(1e-3));
-}
