@@ -92,6 +92,11 @@ void write_per_busy_count(YAML::Emitter& out, const std::string& key,
   out << YAML::EndSeq;
 }
 
+// The point of a non-empty per-busy-count curve for `busy` others: the last one beyond it.
+double at_busy_count(const std::vector<double>& curve, int busy) {
+  return curve[std::clamp(busy, 0, static_cast<int>(curve.size()) - 1)];
+}
+
 }  // namespace
 
 double Profile::allreduce_seconds(double bytes) const {
@@ -133,13 +138,11 @@ double Profile::concurrency_slowdown(int n) const {
 
 double Profile::resume_delay(int busy) const {
   if (wake_delay.empty()) return 0;
-  const int point = std::clamp(busy, 0, static_cast<int>(wake_delay.size()) - 1);
-  return std::max(0.0, wake_delay[point] - wake_delay.front());
+  return std::max(0.0, at_busy_count(wake_delay, busy) - wake_delay.front());
 }
 
 double Profile::late_receive_seconds(int busy) const {
-  if (late_receive.empty()) return 0;
-  return late_receive[std::clamp(busy, 0, static_cast<int>(late_receive.size()) - 1)];
+  return late_receive.empty() ? 0 : at_busy_count(late_receive, busy);
 }
 
 bool Profile::operator==(const Profile& other) const {
