@@ -23,6 +23,11 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario);
+  if (options.resume && scenario.layout.zero > 0)
+    throw UserError(scenario.source +
+                    ": layout.zero: expected 0 with --resume (a checkpoint holds the optimizer "
+                    "state of replica 0's shard only), got " +
+                    std::to_string(scenario.layout.zero));
   rt::TrainOptions train;
   train.output_dir = prepare_output_dir(options.output, scenario);
   train.data_dir = options.data_dir;

@@ -203,9 +203,16 @@ CostModel::CostModel(const Scenario& scenario)
   // Per layer, per microbatch, per GPU of the tensor-parallel group.
   const double matmul_flops = 2 * T * shape.layer_matmul / t;  // the weight products' forward
   const double attention_flops = 4 * T * s * d / t;            // QKᵀ and AV, forward
-  const double layer_activation = layer_activation_bytes(
-      {s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family},
-      l.recompute, model_.attention, bpe);
+  const LayerActivationShape layer_shape{
+      s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
+  const double layer_activation =
+      layer_activation_bytes(layer_shape, l.recompute, model_.attention, bpe);
+  // With full recomputation the layer whose backward runs holds its recomputed activations, all
+  // of them, until that backward ends (Chen et al. 2016 §3).
+  const double recomputed_layer =
+      l.recompute == Recompute::Full
+          ? layer_activation_bytes(layer_shape, Recompute::None, model_.attention, bpe)
+          : 0;
   const double head_flops = 2 * T * d * V / t;
   // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
   // full the whole layer, selective the attention core.
@@ -249,6 +256,7 @@ CostModel::CostModel(const Scenario& scenario)
     c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
     c.weight_backward_flops = L * matmul_flops;
     c.activation_bytes = L * layer_activation;
+    if (L > 0) c.backward_workspace_bytes = recomputed_layer;
     c.tp_forward_s = L * layer_tp_forward;
     c.tp_input_backward_s = L * layer_tp_input_backward;
     if (c.has_embedding) {
@@ -264,10 +272,15 @@ CostModel::CostModel(const Scenario& scenario)
       c.input_backward_flops += head_flops;
       c.weight_backward_flops += head_flops;
       c.activation_bytes += T * V * bpe / t;
-      c.backward_workspace_bytes = 2 * T * V * bpe / t;
+      c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, 2 * T * V * bpe / t);
       if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
     c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
+    const double largest_tensor =
+        l.zero > 0 ? c.params / t / l.dp
+                   : std::max({L > 0 ? std::max(d, double(model_.ffn_hidden)) * d / t : 0.0,
+                               c.has_embedding || c.has_head ? V * d / t : 0.0});
+    c.optimizer_workspace_bytes = 2 * kMasterBytesPerParam * largest_tensor;
     if (device) c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c);
     add_offload_transfers(scenario, bpe, grad_bytes_per_element_, c);
     stages_.push_back(c);
@@ -309,7 +322,11 @@ double CostModel::static_memory_bytes(int s) const {
 }
 
 double CostModel::gathered_weight_bytes(int s) const {
-  return stage(s).params / layout_.tp * bytes_per_element_ * (1 - 1.0 / layout_.dp);
+  return stage(s).params / layout_.tp * bytes_per_element_;
+}
+
+double CostModel::gathered_gradient_bytes(int s) const {
+  return stage(s).params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
 }
 
 double CostModel::total_params() const {

@@ -58,10 +58,15 @@ struct StageCost {
   double recompute_flops = 0;        ///< the part of I that recomputes forward work
   double weight_backward_flops = 0;  ///< W: gradient w.r.t. weights, per microbatch
   double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
-  double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs
+  double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs: the
+                                        ///< logits' gradient, or a recomputed layer
   double optimizer_flops = 0;           ///< one AdamW step over the stage's parameters
-  double tp_forward_s = 0;              ///< tensor-parallel collectives inside F, seconds
-  double tp_input_backward_s = 0;       ///< tensor-parallel collectives inside I (or B), seconds
+  /// More bytes held while OPTIM runs: LibTorch's AdamW computes sqrt(v)/sqrt(1 - beta2^t) + eps
+  /// one tensor at a time, two fp32 temporaries the size of the largest tensor it steps (the
+  /// embedding or head, a feed-forward weight, or under ZeRO the flat shard).
+  double optimizer_workspace_bytes = 0;
+  double tp_forward_s = 0;         ///< tensor-parallel collectives inside F, seconds
+  double tp_input_backward_s = 0;  ///< tensor-parallel collectives inside I (or B), seconds
   /// Compute seconds when the scenario names a device description (cluster.device.model).
   std::optional<KernelSeconds> kernel;
   double host_pass_s = 0;       ///< offloaded weights streamed in for each F and I (or B)
@@ -162,9 +167,14 @@ class CostModel {
   double static_memory_bytes(int s) const;
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
-  /// the whole params / tp at bytes_per_element(), less the 1/dp shard already counted in
-  /// static_memory_bytes.
+  /// the whole params / tp at bytes_per_element(). The 1/dp shard that static_memory_bytes
+  /// counts stays allocated beside them, as PyTorch FSDP's sharded and unsharded flat parameters
+  /// do.
   double gathered_weight_bytes(int s) const;
+  /// Bytes per GPU of stage `s`'s gradients beyond its 1/dp shard while ZeRO 2 or 3 accumulates
+  /// them over the microbatches (the stage's first backward to its REDUCE_GRAD):
+  /// params / tp · grad_bytes_per_element() · (1 - 1/dp).
+  double gathered_gradient_bytes(int s) const;
 
   /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
   /// the sum of stage(s).params exceeds it by V·d exactly when the model is gpt2 and

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "models/recompute.hpp"
+
 namespace dtwin::nn {
 
 TokenEmbeddingImpl::TokenEmbeddingImpl(std::int64_t vocab_size, std::int64_t d_model,
@@ -63,8 +65,9 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 }
 
 AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,
-                             const torch::TensorOptions& options, dtwin::Attention core)
-    : n_heads_(n_heads), core_(core) {
+                             const torch::TensorOptions& options, dtwin::Attention core,
+                             bool recompute_core)
+    : n_heads_(n_heads), core_(core), recompute_core_(recompute_core) {
   wq = register_module("wq", SplitLinear(d_model, d_model, options));
   wk = register_module("wk", SplitLinear(d_model, d_model, options));
   wv = register_module("wv", SplitLinear(d_model, d_model, options));
@@ -81,7 +84,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
   const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
   const torch::Tensor v = heads(wv(x));
-  const torch::Tensor out = causal_attention(q, k, v, core_);  // [b, h, s, hd]
+  const dtwin::Attention core = core_;
+  const RecomputedBody attention = [core](const std::vector<torch::Tensor>& in) {
+    return causal_attention(in[0], in[1], in[2], core);
+  };
+  const torch::Tensor out =
+      recompute_core_ ? recomputed(attention, {q, k, v}) : attention({q, k, v});  // [b, h, s, hd]
   return wo(out.transpose(1, 2).reshape({b, s, d}));
 }
 
@@ -98,9 +106,10 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 
 DecoderLayerImpl::DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads,
                                    std::int64_t ffn_hidden, double eps,
-                                   const torch::TensorOptions& options, dtwin::Attention core) {
+                                   const torch::TensorOptions& options, dtwin::Attention core,
+                                   bool recompute_core) {
   attn_norm = register_module("attn_norm", RMSNorm(d_model, eps, options));
-  attn = register_module("attn", Attention(d_model, n_heads, options, core));
+  attn = register_module("attn", Attention(d_model, n_heads, options, core, recompute_core));
   mlp_norm = register_module("mlp_norm", RMSNorm(d_model, eps, options));
   mlp = register_module("mlp", FeedForward(d_model, ffn_hidden, options));
 }

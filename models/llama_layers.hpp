@@ -68,12 +68,14 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v,
                                dtwin::Attention core = dtwin::Attention::Flash);
 
-/// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says;
-/// submodules wq, wk, wv, wo (SplitLinear, [d, d] each, no bias).
+/// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says and,
+/// when `recompute_core`, recomputed in the backward (selective recomputation, Korthikanti et
+/// al. 2022 §4: only q, k and v are kept); submodules wq, wk, wv, wo (SplitLinear, [d, d] each,
+/// no bias).
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options,
-                dtwin::Attention core = dtwin::Attention::Flash);
+                dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
@@ -82,6 +84,7 @@ class AttentionImpl : public torch::nn::Module {
  private:
   std::int64_t n_heads_;
   dtwin::Attention core_;
+  bool recompute_core_;
 };
 TORCH_MODULE(Attention);
 
@@ -99,12 +102,12 @@ class FeedForwardImpl : public torch::nn::Module {
 TORCH_MODULE(FeedForward);
 
 /// One pre-norm decoder layer: x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)). Submodules
-/// attn_norm, attn, mlp_norm, mlp.
+/// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's.
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
                    const torch::TensorOptions& options,
-                   dtwin::Attention core = dtwin::Attention::Flash);
+                   dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 

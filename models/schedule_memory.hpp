@@ -10,9 +10,16 @@ namespace dtwin {
 /// (CostModel::static_memory_bytes) plus the most activations held at once while walking its
 /// list: F of (stage, microbatch) takes the stage's activation_bytes, B — or W when the backward
 /// is split into I and W — releases them, and B or I holds the stage's
-/// backward_workspace_bytes more while it runs. GPipe thus holds m microbatches, 1F1B at most
-/// pp-rank.
-/// With ZeRO-3 the weights gathered from UNSHARD to RESHARD add CostModel::gathered_weight_bytes.
+/// backward_workspace_bytes more while it runs, OPTIM its optimizer_workspace_bytes. GPipe thus
+/// holds m microbatches, 1F1B at most pp-rank.
+/// With ZeRO-3 the weights gathered from UNSHARD to RESHARD add CostModel::gathered_weight_bytes;
+/// with ZeRO 2 and 3 the whole gradients accumulated from a stage's first backward to its
+/// REDUCE_GRAD add CostModel::gathered_gradient_bytes (the reduce-scatter comes after the last
+/// backward, as in torch.distributed.pipelining with FSDP).
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost);
+
+/// Bytes of model states `rank` holds between steps: CostModel::static_memory_bytes summed over
+/// the stages its list computes (weights, gradients and AdamW state, sharded by layout.zero).
+double model_state_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost);
 
 }  // namespace dtwin

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/param_init.hpp"
+#include "models/recompute.hpp"
 
 namespace dtwin::nn {
 namespace {
@@ -32,12 +33,13 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers) {
 
 StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
                          bool has_head, std::uint64_t seed, torch::Device device,
-                         torch::ScalarType dtype)
+                         torch::ScalarType dtype, Recompute recompute)
     : spec_(spec),
       first_layer_(first_layer),
       num_layers_(num_layers),
       has_embedding_(has_embedding),
-      has_head_(has_head) {
+      has_head_(has_head),
+      recompute_(recompute) {
   check_spec(spec, first_layer, num_layers);
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   if (has_embedding)
@@ -45,7 +47,7 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
     DecoderLayer layer(spec.d_model, spec.n_heads, spec.ffn_hidden, kNormEps, options,
-                       spec.attention);
+                       spec.attention, recompute == Recompute::Selective);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }
@@ -59,7 +61,8 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
 StageModule::StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device,
                          torch::ScalarType dtype)
     : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
-                  stage.has_head, scenario.training.seed, device, dtype) {}
+                  stage.has_head, scenario.training.seed, device, dtype,
+                  scenario.layout.recompute) {}
 
 torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tensor& targets) {
   torch::Tensor x;
@@ -76,7 +79,16 @@ torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tens
   }
   const std::int64_t head_dim = spec_.d_model / spec_.n_heads;
   const auto [cos, sin] = rotary_tables(x.size(1), head_dim, kRopeBase, x.options());
-  for (DecoderLayer& layer : layers_) x = layer(x, cos, sin);
+  for (DecoderLayer& layer : layers_) {
+    if (recompute_ != Recompute::Full) {
+      x = layer(x, cos, sin);
+      continue;
+    }
+    const RecomputedBody body = [layer, cos, sin](const std::vector<torch::Tensor>& in) mutable {
+      return layer(in[0], cos, sin);
+    };
+    x = recomputed(body, {x});
+  }
   if (!has_head_) return x;
 
   TORCH_CHECK(

@@ -39,14 +39,16 @@ class StageModule : public torch::nn::Module {
   /// Builds layers [first_layer, first_layer + num_layers) of the model `spec` (family "llama"),
   /// with the token embedding when `has_embedding` and the final norm and LM head when `has_head`,
   /// initialised from `seed`; parameters live on `device` with `dtype` (values are drawn in fp32
-  /// on the CPU and converted). Throws std::invalid_argument for another family, d_model not a
-  /// multiple of n_heads, an odd head size or a layer range outside [0, n_layers).
+  /// on the CPU and converted). `recompute` selective recomputes each layer's attention core in
+  /// the backward, full each whole layer from its input (models/recompute.hpp). Throws
+  /// std::invalid_argument for another family, d_model not a multiple of n_heads, an odd head size
+  /// or a layer range outside [0, n_layers).
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
-              torch::ScalarType dtype = torch::kFloat32);
-  /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model and
-  /// scenario.training.seed. The device and dtype are the caller's choice (runtime.device and
-  /// training.precision are not read here).
+              torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None);
+  /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model,
+  /// scenario.training.seed and scenario.layout.recompute. The device and dtype are the caller's
+  /// choice (runtime.device and training.precision are not read here).
   StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32);
 
@@ -70,6 +72,7 @@ class StageModule : public torch::nn::Module {
   int num_layers_;
   bool has_embedding_;
   bool has_head_;
+  Recompute recompute_;
   TokenEmbedding embed_{nullptr};
   torch::nn::ModuleDict layer_dict_{nullptr};
   std::vector<DecoderLayer> layers_;

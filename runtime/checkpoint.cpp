@@ -84,7 +84,7 @@ void save_checkpoint(const std::string& output_dir, int64_t steps_done,
     nlohmann::json files = nlohmann::json::object();
     const std::pair<std::string, std::string> parts[] = {
         {stage_file(stage, ".pt"), serialized(state.module)},
-        {stage_file(stage, ".optim.pt"), serialized(*state.optimizer)}};
+        {stage_file(stage, ".optim.pt"), serialized(state.current_optimizer())}};
     for (const auto& [name, bytes] : parts) {
       write_file(dir / name, bytes);
       files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
@@ -129,7 +129,7 @@ void load_checkpoint(const std::string& output_dir, int64_t steps_done,
     const fs::path optimizer = dir / stage_file(stage, ".optim.pt");
     try {
       torch::load(state.module, module.string());
-      torch::load(*state.optimizer, optimizer.string());
+      torch::load(state.current_optimizer(), optimizer.string());
     } catch (const std::exception& e) {
       throw std::runtime_error(module.string() + ": cannot load checkpoint: " + error_text(e));
     }

@@ -12,7 +12,8 @@
 namespace dtwin::rt {
 
 /// Writes OUT/checkpoints/step-<steps_done>/stage-<s>.pt and stage-<s>.optim.pt for each of
-/// `stages`, then stage-<s>.manifest.json naming both with their sizes (bytes) and CRC-32s.
+/// `stages` (under ZeRO, the optimizer of this replica's shard, and the parameters must be
+/// gathered), then stage-<s>.manifest.json naming both with their sizes (bytes) and CRC-32s.
 /// Every file goes through write_file (temporary file, fsync, rename), and the manifest comes
 /// last, so a stage without a valid manifest is an interrupted write. Throws std::runtime_error
 /// "PATH: cannot write: REASON" (e.g. the disk is full).

@@ -65,14 +65,10 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
                 {ActionKind::RECV_F, &Executor::receive},
                 {ActionKind::RECV_B, &Executor::receive},
                 {ActionKind::ALLREDUCE, &Executor::dp_sync},
-                {ActionKind::OPTIM, &Executor::optimizer_step}} {
-  // Refused before the first step, so that no rank waits in a collective for a failed peer.
-  for (const Action& a : schedule_.ranks.at(rank_))
-    if (sched::is_sharding(a.kind))
-      throw std::logic_error("rank " + std::to_string(rank_) + ": " + sched::to_string(a) +
-                             ": the runtime does not shard parameters or gradients yet "
-                             "(layout.zero > 0)");
-}
+                {ActionKind::UNSHARD, &Executor::unshard},
+                {ActionKind::RESHARD, &Executor::reshard},
+                {ActionKind::REDUCE_GRAD, &Executor::reduce_gradients},
+                {ActionKind::OPTIM, &Executor::optimizer_step}} {}
 
 Executor::StepResult Executor::run_step(int64_t step) {
   step_ = step;
@@ -119,7 +115,17 @@ StageState& Executor::stage_of(const Action& a) {
   return held(stages_, a.stage, rank_, a, "the module of stage " + std::to_string(a.stage));
 }
 
+void Executor::check_gathered(const Action& a) {
+  StageState& stage = stage_of(a);
+  if (!stage.zero) return;
+  if (!stage.zero->gathered())
+    throw std::logic_error("rank " + std::to_string(rank_) + ": " + sched::to_string(a) +
+                           " needs the stage's gathered parameters, and no UNSHARD precedes it");
+  if (a.kind != ActionKind::F) stage.zero->prepare_gradients();
+}
+
 void Executor::forward(const Action& a) {
+  check_gathered(a);
   StageState& stage = stage_of(a);
   const Key key{a.stage, a.microbatch};
   const sched::Layout& layout = schedule_.layout;
@@ -149,6 +155,7 @@ void Executor::forward(const Action& a) {
 }
 
 void Executor::run_backward(const Action& a, bool split) {
+  check_gathered(a);
   const Key key{a.stage, a.microbatch};
   const bool last = a.stage == schedule_.layout.num_stages() - 1;
   torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
@@ -176,6 +183,7 @@ void Executor::input_backward(const Action& a) {
 }
 
 void Executor::weight_backward(const Action& a) {
+  check_gathered(a);
   const Key key{a.stage, a.microbatch};
   take(stashes_, key, rank_, a, of("the weight-gradient stash", ActionKind::I, a)).apply();
 }
@@ -233,6 +241,13 @@ void Executor::receive(const Action& a) {
 
 void Executor::optimizer_step(const Action& a) {
   StageState& stage = stage_of(a);
+  double held = 0;
+  for (const auto& [s, state] : stages_) held += static_cast<double>(model_state_bytes(state));
+  peak_model_state_bytes_ = std::max(peak_model_state_bytes_, held);
+  if (stage.zero) {
+    stage.zero->step();
+    return;
+  }
   stage.optimizer->step();
   stage.optimizer->zero_grad();
 }

@@ -32,9 +32,8 @@ class Executor {
     int loss_count = 0;
   };
 
-  /// `stages` are this rank's modules (build_rank_model); all references must outlive it.
-  /// Throws std::logic_error naming the rank and the action if the rank's list holds an UNSHARD,
-  /// RESHARD or REDUCE_GRAD: the runtime does not shard parameters or gradients yet.
+  /// `stages` are this rank's modules (build_rank_model, with their ZeroStage when
+  /// layout.zero > 0); all references must outlive it.
   Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
            std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
            const RunClock& clock);
@@ -42,10 +41,22 @@ class Executor {
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
   /// group; B (or I then W) runs the backward of loss/m; ALLREDUCE applies the layout's dp_sync
-  /// on the DP group; OPTIM steps AdamW. Throws std::logic_error for a kind without handler or
-  /// when an action needs a module or tensor this rank does not hold (the message names the rank,
-  /// the action and what is missing), and RankLost when a peer is gone.
+  /// on the DP group; UNSHARD, RESHARD and REDUCE_GRAD gather, release and reduce-scatter the
+  /// ZeRO shards (executor_sharding.cpp); OPTIM steps AdamW (on the shard under ZeRO). Throws
+  /// std::logic_error for a kind without handler or when an action needs a module or tensor this
+  /// rank does not hold (the message names the rank, the action and what is missing), and RankLost
+  /// when a peer is gone.
   StepResult run_step(int64_t step);
+
+  /// ZeRO 3: all-gathers every stage's parameters over the DP group (every replica must call
+  /// it), so that they can be read between steps (digests, checkpoints); a no-op otherwise.
+  void gather_all_parameters();
+  /// Releases what gather_all_parameters() gathered.
+  void release_all_parameters();
+
+  /// The most bytes of model states (model_state_bytes of rank_model.hpp, summed over this
+  /// rank's stages) held at the start of any OPTIM so far.
+  double peak_model_state_bytes() const { return peak_model_state_bytes_; }
 
  private:
   using Key = std::pair<int, int>;  // (stage, microbatch)
@@ -59,6 +70,23 @@ class Executor {
   void receive(const sched::Action& a);
   void dp_sync(const sched::Action& a);
   void optimizer_step(const sched::Action& a);
+  void unshard(const sched::Action& a);
+  void reshard(const sched::Action& a);
+  void reduce_gradients(const sched::Action& a);
+
+  /// The ZeroStage of a's stage; throws std::logic_error naming the rank and `a` if unsharded.
+  ZeroStage& zero_of(const sched::Action& a);
+  /// All-gathers the replicas' `start` (run-clock seconds) over the DP group and returns the
+  /// latest; `what` names the wait when a peer is lost.
+  double latest_start(double start, const std::string& what);
+  /// All-gathers `zero`'s shards into its full parameters (announced as `what` when a peer is
+  /// lost); returns the latest start among the replicas, in run-clock seconds.
+  double gather_parameters(ZeroStage& zero, const std::string& what);
+  /// The other ranks of this rank's DP group.
+  std::vector<int> dp_peers() const;
+  /// Throws std::logic_error unless a's stage holds its full parameters (ZeRO 3 between UNSHARD
+  /// and RESHARD), and before a backward allocates the stage's gradient buffer when released.
+  void check_gathered(const sched::Action& a);
 
   using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
 
@@ -103,6 +131,7 @@ class Executor {
   std::vector<trace::TimedAction> events_;
   double loss_sum_ = 0;
   int loss_count_ = 0;
+  double peak_model_state_bytes_ = 0;
 };
 
 }  // namespace dtwin::rt

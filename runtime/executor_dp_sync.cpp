@@ -27,9 +27,7 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
 void Executor::dp_sync(const sched::Action& a) {
   const sched::Layout& layout = schedule_.layout;
   const int dp = layout.dp, replica = layout.dp_index(rank_);
-  std::vector<int> peers;
-  for (int d = 0; d < dp; ++d)
-    if (d != replica) peers.push_back(layout.rank(d, layout.pipeline_rank(rank_)));
+  const std::vector<int> peers = dp_peers();
 
   const bool weights = layout.dp_sync == sched::DpSync::WeightAverage;
   std::vector<torch::Tensor> tensors;

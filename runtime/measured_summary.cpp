@@ -36,11 +36,12 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
                     const CostModel& cost, const std::string& output_dir) {
   const int world_size = layout.world_size();
   std::vector<trace::TimedAction> events;
-  std::vector<double> peak(world_size, 0);
+  std::vector<double> peak(world_size, 0), model_states(world_size, 0);
   for (int rank = 0; rank < world_size; ++rank) {
     const std::vector<uint8_t> data = store.get("events/" + std::to_string(rank));
     const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
     peak[rank] = doc["peak_memory_bytes"].get<double>();
+    model_states[rank] = doc["model_state_bytes"].get<double>();
     for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
       e.rank = rank;
       events.push_back(e);
@@ -50,7 +51,10 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, world_size));
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
-  for (int rank = 0; rank < world_size; ++rank) summary.ranks[rank].peak_memory_bytes = peak[rank];
+  for (int rank = 0; rank < world_size; ++rank) {
+    summary.ranks[rank].peak_memory_bytes = peak[rank];
+    summary.ranks[rank].model_state_bytes = model_states[rank];
+  }
   trace::fill_step_figures(summary, scenario, cost);
   write_file(output_dir + "/measured.summary.json", trace::to_summary_json(summary));
 }

@@ -2,6 +2,16 @@
 
 namespace dtwin::rt {
 
+std::size_t model_state_bytes(const StageState& stage) {
+  if (stage.zero) return stage.zero->model_state_bytes();
+  std::size_t bytes = 0;
+  for (const torch::Tensor& p : stage.module->parameters()) {
+    bytes += p.numel() * p.element_size();
+    if (p.grad().defined()) bytes += p.grad().numel() * p.grad().element_size();
+  }
+  return bytes + adamw_state_bytes(*stage.optimizer);
+}
+
 std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
                                            const sched::Layout& layout, int rank) {
   std::map<int, StageState> stages;
@@ -11,7 +21,11 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostM
     state.module = std::make_shared<nn::StageModule>(scenario, cost.stage(stage));
     torch::optim::AdamWOptions options(scenario.training.lr);
     options.betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
-    state.optimizer = std::make_unique<torch::optim::AdamW>(state.module->parameters(), options);
+    if (layout.zero > 0)
+      state.zero = std::make_unique<ZeroStage>(*state.module, layout.zero, layout.dp,
+                                               layout.dp_index(rank), options);
+    else
+      state.optimizer = std::make_unique<torch::optim::AdamW>(state.module->parameters(), options);
     stages.emplace(stage, std::move(state));
   }
   return stages;

@@ -9,19 +9,30 @@
 #include "models/cost_model.hpp"
 #include "models/scenario.hpp"
 #include "models/stage_module.hpp"
+#include "runtime/zero_stage.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
 
-/// One stage held by this rank: its LibTorch module and that module's optimizer.
+/// One stage held by this rank: its LibTorch module and either that module's optimizer (ZeRO 0)
+/// or its parameters, gradients and optimizer sharded over the DP group (ZeRO 1 to 3).
 struct StageState {
   std::shared_ptr<nn::StageModule> module;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<torch::optim::AdamW> optimizer;  ///< null under ZeRO
+  std::unique_ptr<ZeroStage> zero;                 ///< null under ZeRO 0
+
+  /// The optimizer whose state a checkpoint holds: the module's, or this replica's shard's.
+  torch::optim::AdamW& current_optimizer() { return zero ? zero->optimizer() : *optimizer; }
 };
 
 /// The stages the layout places on `rank` (stage s runs on pipeline rank s mod pp), built from
 /// the scenario's seed so that any layout starts from the same weights, each with an AdamW
-/// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8).
+/// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole
+/// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage).
+/// Bytes `stage` holds now for its model states: its parameters' and gradients' storages and
+/// its AdamW state tensors (ZeroStage::model_state_bytes under ZeRO).
+std::size_t model_state_bytes(const StageState& stage);
+
 std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
                                            const sched::Layout& layout, int rank);
 

@@ -149,14 +149,17 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
     if (reporter) progress->report(step, loss, seconds);
-    if (options.digests) append_digests(options.output_dir, step, env.rank, stages);
     const bool final_step = step + 1 == scenario.training.steps;
-    if (replica == 0 && (final_step || (every > 0 && (step + 1) % every == 0)))
-      save_checkpoint(options.output_dir, step + 1, stages);
+    const bool checkpoint = final_step || (every > 0 && (step + 1) % every == 0);
+    if (options.digests || checkpoint) executor.gather_all_parameters();
+    if (options.digests) append_digests(options.output_dir, step, env.rank, stages);
+    if (replica == 0 && checkpoint) save_checkpoint(options.output_dir, step + 1, stages);
+    if (options.digests || checkpoint) executor.release_all_parameters();
   }
 
   // Rank 0 gathers every rank's events and peak memory through the store.
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
+                         {"model_state_bytes", executor.peak_model_state_bytes()},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, 0))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, cost, options.output_dir);

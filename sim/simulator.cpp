@@ -372,8 +372,10 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
   for (auto& rank_events : world.events)
     result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
   result.summary = trace::summarize(result.events, layout.world_size());
-  for (int rank = 0; rank < layout.world_size(); ++rank)
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
     result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
+    result.summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);
+  }
   trace::fill_step_figures(result.summary, scenario, cost);
   return result;
 }

@@ -297,12 +297,13 @@ TEST_CASE("summary JSON round-trips and rejects malformed input") {
   s.bubble_fraction = 0.25;
   s.tokens_per_s = 100;
   s.ranks.resize(2);
-  s.ranks[1] = {0.5, 0.1, 0.9, 4096, false};
+  s.ranks[1] = {0.5, 0.1, 0.9, 4096, false, 2048};
   const auto back = dtwin::trace::from_summary_json(dtwin::trace::to_summary_json(s));
   CHECK(back.step_time_s == 1.5);
   CHECK(back.mfu == -1);
   REQUIRE(back.ranks.size() == 2);
   CHECK(back.ranks[1].peak_memory_bytes == 4096);
+  CHECK(back.ranks[1].model_state_bytes == 2048);
   CHECK_FALSE(back.ranks[1].memory_ok);
   CHECK_THROWS_WITH(dtwin::trace::from_summary_json("{"), "malformed JSON");
   CHECK_THROWS_WITH(dtwin::trace::from_summary_json("{\"ranks\": []}"),

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/run_process.hpp"
 #include "tests/small_training.hpp"
 
@@ -27,11 +29,10 @@ const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quic
 const std::string kDataDir = std::string(DTWIN_SOURCE_DIR) + "/data";
 
 // A small LLaMA (quickstart's vocabulary and 6 layers, narrower) for 3 fp32 steps.
-const std::string kSmall =
+const std::string kSmallModel =
     " --set model.d_model=64 --set model.n_heads=4 --set model.ffn_hidden=128"
-    " --set model.seq_len=64 --set training.steps=3 --set training.precision=fp32"
-    " --data-dir " +
-    kDataDir;
+    " --set model.seq_len=64 --set training.steps=3 --set training.precision=fp32";
+const std::string kSmall = kSmallModel + " --data-dir " + kDataDir;
 
 std::string layout_args(int dp, int pp, int m, const std::string& schedule, int v = 1,
                         const std::string& sync = "allreduce") {
@@ -41,17 +42,46 @@ std::string layout_args(int dp, int pp, int m, const std::string& schedule, int 
          " --set cluster.ranks_per_device=" + std::to_string(dp * pp);
 }
 
+// model_state_bytes of every rank in DIR/FILE (measured.summary.json or predicted.summary.json).
+std::vector<double> model_states(const std::string& dir, const std::string& file) {
+  std::ifstream in(dir + "/" + file);
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  std::vector<double> bytes;
+  for (const auto& rank : summary.at("ranks")) bytes.push_back(rank.at("model_state_bytes"));
+  return bytes;
+}
+
+struct Trained {
+  std::vector<double> losses;
+  std::vector<double> model_states;  ///< measured, bytes per rank
+};
+
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
 // and each computes the single-rank reference, so the folders must not be shared.
-std::vector<double> train(const std::string& name, const std::string& args) {
+Trained train_run(const std::string& name, const std::string& args) {
   const std::string dir = "train-" + name + "-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   const auto result = run_dtwin("train " + kQuickstart + kSmall + args + " -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  std::vector<double> values = losses(dir);
+  Trained trained{losses(dir), model_states(dir, "measured.summary.json")};
   std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
-  return values;
+  return trained;
+}
+
+std::vector<double> train(const std::string& name, const std::string& args) {
+  return train_run(name, args).losses;
+}
+
+// The simulator's model_state_bytes per rank for the same scenario.
+std::vector<double> predicted_model_states(const std::string& name, const std::string& args) {
+  const std::string dir = "simulate-" + name + "-" + std::to_string(getpid());
+  const auto result = run_dtwin("simulate " + kQuickstart + kSmallModel + args + " -o " + dir);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  std::vector<double> bytes = model_states(dir, "predicted.summary.json");
+  std::filesystem::remove_all(dir);
+  return bytes;
 }
 
 const std::vector<double>& single_rank_losses() {
@@ -89,6 +119,61 @@ TEST_CASE("data parallelism trains the single-rank model: dp=2 allreduce and gat
 
 TEST_CASE("hybrid dp=2 x pp=2 trains the single-rank model", "[threads]") {
   check_equal(train("dp2-pp2", layout_args(2, 2, 2, "1f1b")));
+}
+
+TEST_CASE("ZeRO 1, 2 and 3 over dp=2 train the single-rank model, ZeRO 3 with half the states") {
+  const std::string dp2 = layout_args(2, 1, 2, "1f1b");
+  const Trained unsharded = train_run("zero0", dp2);
+  REQUIRE(unsharded.model_states.size() == 2);
+  std::map<int, std::vector<double>> measured;
+  for (int zero : {1, 2, 3}) {
+    CAPTURE(zero);
+    const std::string args = dp2 + " --set layout.zero=" + std::to_string(zero);
+    const Trained sharded = train_run("zero" + std::to_string(zero), args);
+    check_equal(sharded.losses);
+    // Measured weights, gradients and AdamW state at the optimizer step are what the
+    // simulator's memory model predicts for the same layout.
+    const std::vector<double> predicted =
+        predicted_model_states("zero" + std::to_string(zero), args);
+    REQUIRE(predicted.size() == sharded.model_states.size());
+    for (size_t r = 0; r < predicted.size(); ++r)
+      CHECK(sharded.model_states[r] == Approx(predicted[r]).epsilon(0.1));
+    measured[zero] = sharded.model_states;
+  }
+  for (size_t r = 0; r < unsharded.model_states.size(); ++r) {
+    CAPTURE(r);
+    // fp32 AdamW: 16 bytes per parameter unsharded; 8 + 8/2 (ZeRO 1), 4 + 12/2 (ZeRO 2) and
+    // 16/2 (ZeRO 3) over two replicas (Rajbhandari et al. 2020, §5).
+    CHECK(measured[1][r] / unsharded.model_states[r] == Approx(12.0 / 16).epsilon(0.02));
+    CHECK(measured[2][r] / unsharded.model_states[r] == Approx(10.0 / 16).epsilon(0.02));
+    CHECK(measured[3][r] / unsharded.model_states[r] == Approx(0.5).epsilon(0.1));
+  }
+}
+
+TEST_CASE("ZeRO 3 under pipelines: dp=2 x pp=2 with 1F1B and ZB-H1 train the single-rank model",
+          "[threads]") {
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    check_equal(train(std::string("dp2-pp2-zero3-") + schedule,
+                      layout_args(2, 2, 2, schedule) + " --set layout.zero=3"));
+  }
+}
+
+TEST_CASE("recomputation, selective and full, trains the single-rank model: pp=3 1F1B and ZB-H1") {
+  for (const char* recompute : {"selective", "full"})
+    for (const char* schedule : {"1f1b", "zb-h1"}) {
+      CAPTURE(recompute, schedule);
+      check_equal(train(std::string("recompute-") + recompute + "-" + schedule,
+                        layout_args(1, 3, 4, schedule) + " --set layout.recompute=" + recompute));
+    }
+}
+
+TEST_CASE("resuming a ZeRO run is refused before any rank starts (exit 2)") {
+  const auto result = run_dtwin("train " + kQuickstart + kSmall + layout_args(2, 1, 2, "1f1b") +
+                                " --set layout.zero=2 --resume -o train-zero-resume");
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Catch::Contains("layout.zero") && Catch::Contains("--resume"));
+  CHECK_FALSE(std::filesystem::exists("train-zero-resume/loss.csv"));
 }
 
 TEST_CASE("weight-average keeps every replica's weights identical after each step") {

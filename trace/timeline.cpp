@@ -175,6 +175,7 @@ std::string to_summary_json(const StepSummary& summary) {
                      {"comm_s", rank.comm_s},
                      {"idle_s", rank.idle_s},
                      {"peak_memory_bytes", rank.peak_memory_bytes},
+                     {"model_state_bytes", rank.model_state_bytes},
                      {"memory_ok", rank.memory_ok}});
   }
   doc["ranks"] = ranks;
@@ -211,6 +212,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.comm_s = r.at("comm_s").get<double>();
       out.idle_s = r.at("idle_s").get<double>();
       out.peak_memory_bytes = r.at("peak_memory_bytes").get<double>();
+      out.model_state_bytes = r.value("model_state_bytes", 0.0);
       out.memory_ok = r.value("memory_ok", true);
     } catch (const std::exception& error) {
       throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());

@@ -33,6 +33,9 @@ struct RankSummary {
   double idle_s = 0;             ///< step time - compute - exposed communication
   double peak_memory_bytes = 0;  ///< predicted peak, or measured peak of live tensors
   bool memory_ok = true;         ///< peak memory fits the device's share
+  /// Weights, gradients and optimizer state held at the optimizer step: predicted
+  /// (model_state_bytes of models/schedule_memory.hpp), or measured from the tensors.
+  double model_state_bytes = 0;
 };
 
 /// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per
@@ -68,7 +71,7 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
 std::vector<TimedAction> from_chrome_trace(const std::string& json);
 
 /// Summary JSON: step_time_s, bubble_fraction, tokens_per_s, mfu (omitted when < 0), and
-/// "ranks": [{rank, compute_s, comm_s, idle_s, peak_memory_bytes, memory_ok}].
+/// "ranks": [{rank, compute_s, comm_s, idle_s, peak_memory_bytes, model_state_bytes, memory_ok}].
 std::string to_summary_json(const StepSummary& summary);
 
 /// Parses to_summary_json's output back (ranks placed by their "rank" index, which must run
