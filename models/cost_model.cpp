@@ -275,9 +275,9 @@ CostModel::CostModel(const Scenario& scenario)
       c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, 2 * T * V * bpe / t);
       if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
     }
-    c.optimizer_flops = kAdamFlopsPerParam * c.params / t;
+    c.optimizer_flops = kAdamFlopsPerParam * optimizer_shard(l, c.params);
     const double largest_tensor =
-        l.zero > 0 ? c.params / t / l.dp
+        l.zero > 0 ? optimizer_shard(l, c.params)
                    : std::max({L > 0 ? std::max(d, double(model_.ffn_hidden)) * d / t : 0.0,
                                c.has_embedding || c.has_head ? V * d / t : 0.0});
     c.optimizer_workspace_bytes = 2 * kMasterBytesPerParam * largest_tensor;

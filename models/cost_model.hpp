@@ -60,7 +60,7 @@ struct StageCost {
   double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
   double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs: the
                                         ///< logits' gradient, or a recomputed layer
-  double optimizer_flops = 0;           ///< one AdamW step over the stage's parameters
+  double optimizer_flops = 0;  ///< one AdamW step over the stage's parameters (/ dp under ZeRO)
   /// More bytes held while OPTIM runs: LibTorch's AdamW computes sqrt(v)/sqrt(1 - beta2^t) + eps
   /// one tensor at a time, two fp32 temporaries the size of the largest tensor it steps (the
   /// embedding or head, a feed-forward weight, or under ZeRO the flat shard).

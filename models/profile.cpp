@@ -49,24 +49,32 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
   return st;
 }
 
-void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
-  const Section s = root.section("allreduce", {"ranks", "across_hosts", "points"});
-  p.allreduce_ranks = s.integer("ranks", 0);
-  s.boolean("across_hosts", p.allreduce_across_hosts);
-  const std::vector<Field> points =
-      items(origin, s.get("points"), "a list of {bytes, seconds} points", true);
-  for (const Field& f : points) {
+// The list `field` of {bytes, seconds} points in strictly increasing bytes into `out`.
+void read_points(const Origin& origin, const Field& field, std::vector<AllReducePoint>& out) {
+  for (const Field& f : items(origin, field, "a list of {bytes, seconds} points", true)) {
     const Section point(origin, f, {"bytes", "seconds"});
     AllReducePoint pt;
     pt.bytes = point.quantity("bytes", Quantity::Bytes, false);
     pt.seconds = point.quantity("seconds", Quantity::Latency, false);
-    if (!p.allreduce.empty() && !(pt.bytes > p.allreduce.back().bytes)) {
+    if (!out.empty() && !(pt.bytes > out.back().bytes)) {
       expected(origin, point.get("bytes"),
                fmt::format("points in strictly increasing bytes (the previous point has {})",
-                           p.allreduce.back().bytes));
+                           out.back().bytes));
     }
-    p.allreduce.push_back(pt);
+    out.push_back(pt);
   }
+}
+
+void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
+  const Section s =
+      root.section("allreduce", {"ranks", "across_hosts", "points", "allgather", "reduce_scatter"});
+  p.allreduce_ranks = s.integer("ranks", 0);
+  s.boolean("across_hosts", p.allreduce_across_hosts);
+  read_points(origin, s.get("points"), p.allreduce);
+  if (const std::optional<Field> gather = s.find("allgather"))
+    read_points(origin, *gather, p.allgather);
+  if (const std::optional<Field> scatter = s.find("reduce_scatter"))
+    read_points(origin, *scatter, p.reduce_scatter);
 }
 
 /// `value` in its shortest form that reads back exactly.
@@ -89,6 +97,21 @@ void write_per_busy_count(YAML::Emitter& out, const std::string& key,
   if (seconds.empty()) return;
   out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (double s : seconds) out << number(s);
+  out << YAML::EndSeq;
+}
+
+// Writes `points` as the list `key` of {bytes, seconds} maps.
+void write_points(YAML::Emitter& out, const std::string& key,
+                  const std::vector<AllReducePoint>& points) {
+  out << YAML::Key << key << YAML::Value;
+  if (points.empty()) out << YAML::Flow;
+  out << YAML::BeginSeq;
+  for (const AllReducePoint& pt : points) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "bytes" << YAML::Value << number(pt.bytes);
+    out << YAML::Key << "seconds" << YAML::Value << number(pt.seconds);
+    out << YAML::EndMap;
+  }
   out << YAML::EndSeq;
 }
 
@@ -129,6 +152,18 @@ double Profile::allreduce_overhead_s_per_byte() const {
   return sent > 0 ? std::max(0.0, (largest.seconds - link) / sent) : 0;
 }
 
+double Profile::half_ring_overhead_s_per_byte(const std::vector<AllReducePoint>& points) const {
+  const double bandwidth = allreduce_across_hosts ? inter_host_bandwidth : p2p_bandwidth;
+  if (points.empty()) return allreduce_overhead_s_per_byte();
+  if (allreduce_ranks < 2 || bandwidth <= 0) return 0;
+  const AllReducePoint& largest = points.back();
+  const double n = allreduce_ranks;
+  const double sent = (n - 1) * largest.bytes / n;
+  const double link = allreduce_across_hosts ? (n - 1) * inter_host_latency + sent / bandwidth
+                                             : (n - 1) * (p2p_latency + largest.bytes / bandwidth);
+  return sent > 0 ? std::max(0.0, (largest.seconds - link) / sent) : 0;
+}
+
 double Profile::concurrency_slowdown(int n) const {
   if (concurrency.empty()) throw std::logic_error("concurrency_slowdown: no measured curve");
   const int measured = static_cast<int>(concurrency.size());
@@ -150,6 +185,7 @@ bool Profile::operator==(const Profile& other) const {
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
          inter_host_latency == other.inter_host_latency &&
          inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
+         allgather == other.allgather && reduce_scatter == other.reduce_scatter &&
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
          concurrency == other.concurrency && wake_delay == other.wake_delay &&
@@ -224,16 +260,9 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "ranks" << YAML::Value << profile.allreduce_ranks;
   if (profile.allreduce_across_hosts) out << YAML::Key << "across_hosts" << YAML::Value << true;
-  out << YAML::Key << "points" << YAML::Value;
-  if (profile.allreduce.empty()) out << YAML::Flow;
-  out << YAML::BeginSeq;
-  for (const AllReducePoint& pt : profile.allreduce) {
-    out << YAML::Flow << YAML::BeginMap;
-    out << YAML::Key << "bytes" << YAML::Value << number(pt.bytes);
-    out << YAML::Key << "seconds" << YAML::Value << number(pt.seconds);
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
+  write_points(out, "points", profile.allreduce);
+  if (!profile.allgather.empty()) write_points(out, "allgather", profile.allgather);
+  if (!profile.reduce_scatter.empty()) write_points(out, "reduce_scatter", profile.reduce_scatter);
   out << YAML::EndMap;
   out << YAML::EndMap;
   if (!out.good()) throw ConfigError(path + ": cannot write profile: " + out.GetLastError());

@@ -22,6 +22,10 @@
 //     across_hosts: false          # optional: the group spanned hosts (else one host's loopback)
 //     points:                      # strictly increasing bytes; may be empty (not measured)
 //       - {bytes: 1MB, seconds: 0.001}
+//     allgather:                   # optional: ZeRO's parameter all-gather over the same group,
+//       - {bytes: 1MB, seconds: 0.0006}  # bytes = the whole gathered size
+//     reduce_scatter:              # optional: ZeRO's gradient reduce-scatter, bytes = the whole
+//       - {bytes: 1MB, seconds: 0.0009}
 //
 // Every key of a stage, of p2p and of allreduce is required; every number is >= 0, the
 // bandwidth > 0; there is at least one stage; unknown and duplicate keys are errors.
@@ -41,7 +45,7 @@ struct StageSeconds {
   double backward = 0;         ///< the fused backward B
   double input_backward = 0;   ///< I, backward with respect to the inputs
   double weight_backward = 0;  ///< W, backward with respect to the weights
-  double optimizer = 0;        ///< one optimizer step over the stage's parameters
+  double optimizer = 0;        ///< one rank's optimizer step (over its 1/dp shard under ZeRO)
   bool operator==(const StageSeconds&) const = default;
 };
 
@@ -81,8 +85,11 @@ struct Profile {
   double inter_host_latency = 0;
   double inter_host_bandwidth = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
-  int allreduce_ranks = 0;                ///< the group size the points were measured over
-  bool allreduce_across_hosts = false;    ///< the group spanned hosts, one rank per host
+  /// ZeRO's collectives over the same group, bytes = the whole (unsharded) size: the parameter
+  /// all-gather and the gradient reduce-scatter; empty when not measured.
+  std::vector<AllReducePoint> allgather, reduce_scatter;
+  int allreduce_ranks = 0;              ///< the group size the points were measured over
+  bool allreduce_across_hosts = false;  ///< the group spanned hosts, one rank per host
 
   /// Seconds for an all-reduce of `bytes` over `allreduce_ranks` ranks: linear interpolation
   /// between the two points around `bytes`; outside the measured range, the line through the
@@ -101,6 +108,14 @@ struct Profile {
   /// seconds(S), divided by the 2(n-1)·S/n bytes a rank sends, never negative; 0 without points
   /// or the link's figures.
   double allreduce_overhead_s_per_byte() const;
+
+  /// As allreduce_overhead_s_per_byte for a ring all-gather or reduce-scatter measured as
+  /// `points` (allgather or reduce_scatter) over allreduce_ranks: n-1 steps of S/n (Thakur et al.
+  /// 2005), so the link's part is (n-1)(p2p_latency + S/p2p_bandwidth) on one host and
+  /// (n-1)(inter_host_latency + S/(n·inter_host_bandwidth)) across hosts, and the rest is divided
+  /// by the (n-1)·S/n bytes a rank sends. Falls back to allreduce_overhead_s_per_byte() when
+  /// `points` is empty.
+  double half_ring_overhead_s_per_byte(const std::vector<AllReducePoint>& points) const;
 
   /// Slowdown of each of `n` >= 1 ranks computing at once on one host: concurrency[n-1], and
   /// beyond the K measured points concurrency[K-1] * n / K (the K ranks' throughput time-sliced

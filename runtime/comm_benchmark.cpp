@@ -63,8 +63,29 @@ std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::ve
   return points;
 }
 
+std::vector<AllReducePoint> half_ring_points(c10d::Backend& group, const std::vector<double>& sizes,
+                                             int repeats, bool gather) {
+  const int64_t n = group.getSize();
+  std::vector<AllReducePoint> points;
+  for (double bytes : sizes) {
+    const int64_t shard = std::max<int64_t>(1, static_cast<int64_t>(bytes / 4) / n);
+    torch::Tensor whole = torch::ones({shard * n});
+    torch::Tensor part = torch::ones({shard});
+    std::vector<double> times;
+    for (int i = -2; i < repeats; ++i) {
+      group.barrier()->wait();
+      const double start = wall_seconds();
+      (gather ? group._allgather_base(whole, part) : group._reduce_scatter_base(part, whole))
+          ->wait();
+      if (i >= 0) times.push_back(wall_seconds() - start);
+    }
+    points.push_back({bytes, median(times)});
+  }
+  return points;
+}
+
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
-                           const std::vector<double>& allreduce_bytes, int repeats) {
+                           const std::vector<double>& allreduce_bytes, int repeats, bool sharded) {
   // A ping-pong takes tens of microseconds: many, so that a moment of other load on the host
   // does not set the median (15 of them once measured 173 MB/s beside a busy process, not 6 GB/s).
   constexpr int kMinPingPongs = 200;
@@ -80,9 +101,20 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
   profile.allreduce.clear();
   profile.allreduce_ranks = allreduce_ranks >= 2 ? allreduce_ranks : 0;
   if (allreduce_ranks < 2) return;
+  profile.allgather.clear();
+  profile.reduce_scatter.clear();
   with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::Backend& group) {
     std::vector<AllReducePoint> points = allreduce_points(group, allreduce_bytes, repeats);
-    if (rank == 0) profile.allreduce = std::move(points);
+    std::vector<AllReducePoint> gathers, scatters;
+    if (sharded) {
+      gathers = half_ring_points(group, allreduce_bytes, repeats, true);
+      scatters = half_ring_points(group, allreduce_bytes, repeats, false);
+    }
+    if (rank == 0) {
+      profile.allreduce = std::move(points);
+      profile.allgather = std::move(gathers);
+      profile.reduce_scatter = std::move(scatters);
+    }
   });
 }
 

@@ -19,12 +19,20 @@ double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes
 std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,
                                              int repeats);
 
+/// As allreduce_points for ZeRO's collectives, each size the whole (unsharded) bytes: the
+/// all-gather of every member's 1/n into the whole when `gather`, else the reduce-scatter of the
+/// whole into each member's 1/n (c10d's _allgather_base and _reduce_scatter_base, as the
+/// runtime's UNSHARD and REDUCE_GRAD call them).
+std::vector<AllReducePoint> half_ring_points(c10d::Backend& group, const std::vector<double>& sizes,
+                                             int repeats, bool gather);
+
 /// Runs Gloo ranks as threads of this process, connected through a TCPStore and real loopback
 /// sockets. Sets profile.p2p_latency (one_way_seconds of a 4-byte message) and p2p_bandwidth
 /// (bytes / (one-way time of `message_bytes` - latency)), each over max(`repeats`, 200)
 /// ping-pongs, and, for `allreduce_ranks` >= 2, one all-reduce point per size in
-/// `allreduce_bytes` (median seconds of `repeats`) over that many ranks.
+/// `allreduce_bytes` (median seconds of `repeats`) over that many ranks, and with `sharded`
+/// (layout.zero > 0) the all-gather and reduce-scatter points of the same sizes.
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
-                           const std::vector<double>& allreduce_bytes, int repeats);
+                           const std::vector<double>& allreduce_bytes, int repeats, bool sharded);
 
 }  // namespace dtwin::rt

@@ -9,6 +9,7 @@
 #include "models/split_linear.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/stage_run.hpp"
+#include "runtime/zero_stage.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -55,14 +56,46 @@ bool follows_wait(const sched::ActionList& actions, std::size_t i) {
          sched::is_collective(actions[i - 1].kind);
 }
 
-// One stage of the rank: its module and input, and its optimizer.
+// One stage of the rank: its module and input, and its optimizer: AdamW over the module, or
+// under ZeRO the first replica's ZeroStage, whose full parameters are gathered locally (every
+// replica's slice holds this one's values; the step's work does not depend on them).
 struct ReplayStage {
   ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data)
-      : run(scenario, cost, data),
-        optimizer(run.module->parameters(),
-                  torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1)) {}
+      : run(scenario, cost, data) {
+    const torch::optim::AdamWOptions options =
+        torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1);
+    const LayoutSpec& l = scenario.layout;
+    if (l.zero == 0) {
+      optimizer = std::make_unique<torch::optim::AdamW>(run.module->parameters(), options);
+      return;
+    }
+    zero = std::make_unique<ZeroStage>(*run.module, l.zero, l.dp, 0, options);
+    gather_locally();
+  }
+  void gather_locally() {
+    torch::NoGradGuard no_grad;
+    zero->allocate_parameters();
+    const int64_t n = zero->shard_elements();
+    zero->full_parameters().view({-1, n}).copy_(zero->parameter_shard().view({1, n}));
+  }
+  // OPTIM as training runs it: AdamW and zero_grad, or REDUCE_GRAD's shard then the ZeRO step.
+  void step() {
+    if (!zero) {
+      optimizer->step();
+      optimizer->zero_grad();
+      return;
+    }
+    zero->prepare_gradients();
+    zero->keep_gradient_shard(zero->full_gradients().narrow(0, 0, zero->shard_elements()));
+    zero->step();  // the full parameters keep their values: UNSHARD's work, not OPTIM's
+  }
+  // Before a backward: the gradient buffer that ZeRO 2 and 3 release at REDUCE_GRAD.
+  void prepare_gradients() {
+    if (zero) zero->prepare_gradients();
+  }
   StageRun run;
-  torch::optim::AdamW optimizer;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<ZeroStage> zero;
 };
 
 }  // namespace
@@ -97,9 +130,11 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
           outputs[key] = run.forward();
           break;
         case ActionKind::B:
+          stages.at(a.stage).prepare_gradients();
           run.backward(take(outputs, key, a));
           break;
         case ActionKind::I: {
+          stages.at(a.stage).prepare_gradients();
           nn::StashGuard guard(&stashes[key]);
           run.backward(take(outputs, key, a));
           break;
@@ -107,11 +142,8 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
         case ActionKind::W:
           take(stashes, key, a).apply();
           break;
-        default: {  // OPTIM
-          torch::optim::AdamW& optimizer = stages.at(a.stage).optimizer;
-          optimizer.step();
-          optimizer.zero_grad();
-        }
+        default:  // OPTIM
+          stages.at(a.stage).step();
       }
       const double elapsed = wall_seconds() - start;
       if (step >= 0) seconds[{a.stage, a.kind}].push_back(elapsed);

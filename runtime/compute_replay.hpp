@@ -20,7 +20,8 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 /// untimed steps then `steps` timed ones, and returns the wall seconds of every timed action.
 /// As in training, a microbatch's activations stay alive from its F to its B (or I), its
 /// deferred weight gradients from I to W, the first and last stages read their microbatch's
-/// tokens inside F, and gradients accumulate until OPTIM (AdamW, then zero_grad): each action
+/// tokens inside F, and gradients accumulate until OPTIM (AdamW, then zero_grad; under ZeRO the
+/// step of the first replica's shard, as runtime/zero_stage.hpp runs it): each action
 /// meets the caches and heap that it meets in training, which timing it in isolation right after
 /// its own F would not (a B then finds its activations in cache). Sends, receives and collectives
 /// are skipped; non-first stages take a random input. Throws std::logic_error if the schedule

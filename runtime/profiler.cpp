@@ -139,7 +139,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     profile.late_receive = std::move(figures.late_receive);
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
-                        options.repeats);
+                        options.repeats, scenario.layout.zero > 0);
   return profile;
 }
 
@@ -147,7 +147,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v8|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v9|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

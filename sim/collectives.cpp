@@ -32,16 +32,16 @@ double route_latency(const Platform& platform, int from_rank, int to_rank) {
   return latency;
 }
 
-// The CPU work of sending and reducing `bytes` in ring steps (Platform::collective_cpu_s_per_byte),
-// one thread on the calling actor's host.
-void process_on_cpu(const Platform& platform, double bytes) {
-  const double seconds = platform.collective_cpu_s_per_byte * bytes;
+// The CPU work of sending (and reducing) `bytes` in ring steps at `cpu_s_per_byte`, one thread
+// on the calling actor's host.
+void process_on_cpu(double cpu_s_per_byte, double bytes) {
+  const double seconds = cpu_s_per_byte * bytes;
   if (seconds > 0) sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
 }
 
 // `steps` ring steps of bytes/N each to the next member, each followed by its CPU work.
 void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
-                const Platform& platform) {
+                const Platform& platform, double cpu_s_per_byte) {
   const int n = static_cast<int>(group.ranks.size());
   if (n < 2) return;
   const int next = (group.me + 1) % n;
@@ -49,12 +49,12 @@ void ring_steps(const Group& group, double bytes, int steps, CollectiveModel mod
   if (model == CollectiveModel::Message) {
     for (int step = 0; step < steps; ++step) {
       exchange(group, next, step, chunk);
-      process_on_cpu(platform, chunk);
+      process_on_cpu(cpu_s_per_byte, chunk);
     }
     return;
   }
   exchange(group, next, 0, steps * chunk);
-  process_on_cpu(platform, steps * chunk);
+  process_on_cpu(cpu_s_per_byte, steps * chunk);
   const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
   sg4::this_actor::sleep_for((steps - 1) * alpha);
 }
@@ -63,11 +63,14 @@ void ring_steps(const Group& group, double bytes, int steps, CollectiveModel mod
 
 void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
                     const Platform& platform) {
-  ring_steps(group, bytes, 2 * (static_cast<int>(group.ranks.size()) - 1), model, platform);
+  ring_steps(group, bytes, 2 * (static_cast<int>(group.ranks.size()) - 1), model, platform,
+             platform.collective_cpu_s_per_byte);
 }
 
-void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform) {
-  ring_steps(group, bytes, static_cast<int>(group.ranks.size()) - 1, model, platform);
+void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform,
+               double cpu_s_per_byte) {
+  ring_steps(group, bytes, static_cast<int>(group.ranks.size()) - 1, model, platform,
+             cpu_s_per_byte);
 }
 
 void gather_scatter(const Group& group, double bytes, const Platform&) {

@@ -34,8 +34,10 @@ void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
 
 /// Ring reduce-scatter or all-gather of `bytes` (the whole, unsharded size; each rank ends with or
 /// starts from bytes/N): N-1 steps of bytes/N to the next rank, (N-1)(α + bytes/(N·β)) on a
-/// uniform star (Thakur et al. 2005); Message and Flow as for ring_allreduce.
-void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform);
+/// uniform star (Thakur et al. 2005), each step followed by cpu_s_per_byte · bytes/N seconds of
+/// CPU work alone; Message and Flow as for ring_allreduce.
+void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform,
+               double cpu_s_per_byte);
 
 /// Gather-scatter: every rank sends `bytes` to group.ranks[0], which averages them and sends the
 /// mean back to each: 2(N-1) messages of `bytes` through the root's links.

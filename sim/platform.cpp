@@ -126,7 +126,12 @@ Platform build_platform(const Scenario& scenario, const Profile* profile) {
   const int tp = scenario.layout.tp;
   platform.members_per_host = members_per_device(scenario);
   platform.threads_per_rank = threads_per_rank(scenario);
-  if (profile) platform.collective_cpu_s_per_byte = profile->allreduce_overhead_s_per_byte();
+  if (profile) {
+    platform.collective_cpu_s_per_byte = profile->allreduce_overhead_s_per_byte();
+    platform.gather_cpu_s_per_byte = profile->half_ring_overhead_s_per_byte(profile->allgather);
+    platform.reduce_scatter_cpu_s_per_byte =
+        profile->half_ring_overhead_s_per_byte(profile->reduce_scatter);
+  }
   for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
     platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
   return platform;

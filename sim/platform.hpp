@@ -30,6 +30,10 @@ struct Platform {
   /// copies and reduction, run as an execution on the rank's host so that it shares the cores
   /// with compute.
   double collective_cpu_s_per_byte = 0;
+  /// The same for a step of ZeRO's all-gather and reduce-scatter
+  /// (Profile::half_ring_overhead_s_per_byte of its allgather and reduce_scatter points).
+  double gather_cpu_s_per_byte = 0;
+  double reduce_scatter_cpu_s_per_byte = 0;
 };
 
 /// Sets SimGrid's network model before the platform exists: CM02 (max-min sharing, latency +
@@ -48,10 +52,10 @@ std::unique_ptr<simgrid::s4u::Engine> make_engine();
 /// Nodes join the network through a split-duplex link each (inter_node bandwidth, latency
 /// inter/2): a star, or a two-level fat-tree of such links. A message between nodes sees
 /// latency intra + inter. Host speed per core = peak_flops * efficiency / cores. A `profile`
-/// sets collective_cpu_s_per_byte. When it has a measured concurrency curve, every device shares
-/// its cores as measured (SimGrid's non-linear sharing policy): with n executions running, each
-/// computes at 1 / profile->concurrency_slowdown(n) of its speed alone; otherwise max-min fair
-/// sharing.
+/// sets collective_cpu_s_per_byte, gather_cpu_s_per_byte and reduce_scatter_cpu_s_per_byte. When it
+/// has a measured concurrency curve, every device shares its cores as measured (SimGrid's
+/// non-linear sharing policy): with n executions running, each computes at 1 /
+/// profile->concurrency_slowdown(n) of its speed alone; otherwise max-min fair sharing.
 Platform build_platform(const Scenario& scenario, const Profile* profile = nullptr);
 
 }  // namespace dtwin::sim

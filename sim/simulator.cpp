@@ -124,8 +124,11 @@ sim::Group dp_group(const World& world, int rank, int stage) {
 // Runs the algorithm of a data-parallel collective of `bytes`: ALLREDUCE (the scenario's
 // dp_sync), REDUCE_GRAD (ring reduce-scatter) or UNSHARD (ring all-gather).
 void run_collective(const World& world, const sim::Group& group, ActionKind kind, double bytes) {
+  const Platform& platform = world.platform;
   if (kind != ActionKind::ALLREDUCE)
-    ring_half(group, bytes, world.collectives, world.platform);
+    ring_half(group, bytes, world.collectives, platform,
+              kind == ActionKind::UNSHARD ? platform.gather_cpu_s_per_byte
+                                          : platform.reduce_scatter_cpu_s_per_byte);
   else if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
     gather_scatter(group, bytes, world.platform);
   else

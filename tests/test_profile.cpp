@@ -123,6 +123,8 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
                  AllReducePoint{3e9, 12}};
   p.allreduce_ranks = 8;
+  p.allgather = {AllReducePoint{1024, 1.0 / 9}, AllReducePoint{3e9, 7}};
+  p.reduce_scatter = {AllReducePoint{1 << 20, 0.2}};
   p.concurrency = {1, 1.1044, 5.0 / 3};
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
@@ -156,6 +158,12 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK_FALSE(q == p);
     q = back;
     q.late_receive.pop_back();
+    CHECK_FALSE(q == p);
+    q = back;
+    q.allgather.pop_back();
+    CHECK_FALSE(q == p);
+    q = back;
+    q.reduce_scatter.clear();
     CHECK_FALSE(q == p);
     q = back;
     q.source = "elsewhere.yaml";  // where it was read from is not a measurement
@@ -223,6 +231,13 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     const auto [path, msg] = error_of("unsorted_points", text);
     CHECK(starts_with(msg, path + ":10:"));
     CHECK(contains(msg, "allreduce.points[1].bytes: expected points in strictly increasing"));
+  }
+  SECTION("ZeRO's points out of order") {
+    const std::string text =
+        std::string(kGood) +
+        "  reduce_scatter:\n    - {bytes: 2MB, seconds: 1ms}\n    - {bytes: 1MB, seconds: 2ms}\n";
+    const auto [path, msg] = error_of("unsorted_scatter", text);
+    CHECK(contains(msg, "allreduce.reduce_scatter[1].bytes: expected points in strictly"));
   }
   SECTION("zero threads") {
     std::string text = kGood;
@@ -308,6 +323,27 @@ TEST_CASE("Gloo's CPU seconds per byte: the largest all-reduce point less the li
   CHECK(p.allreduce_overhead_s_per_byte() == Approx((0.06006 - 6 * (1e-5 + 8e-3)) / 12e6));
   p.allreduce.back().seconds = 0.01;  // faster than the link: no CPU part
   CHECK(p.allreduce_overhead_s_per_byte() == 0);
+}
+
+TEST_CASE("ZeRO's all-gather and reduce-scatter: the largest point less the half ring's link",
+          "[profile]") {
+  Profile p;
+  p.p2p_bandwidth = 1e9;
+  p.p2p_latency = 1e-5;
+  p.allreduce_ranks = 4;
+  p.allreduce = {{8e6, 0.06006}};
+  // Not measured: the all-reduce's figure.
+  CHECK(p.half_ring_overhead_s_per_byte(p.reduce_scatter) == p.allreduce_overhead_s_per_byte());
+  // 4 ranks, 8 MB: 3 steps of 1e-5 + 8e6/1e9 s on the shared loopback; a rank sends 3 x 2 MB.
+  p.reduce_scatter = {{1e6, 0.005}, {8e6, 0.04}};
+  CHECK(p.half_ring_overhead_s_per_byte(p.reduce_scatter) ==
+        Approx((0.04 - 3 * (1e-5 + 8e-3)) / 6e6));
+  // Across hosts each rank's flow has its own link: 3 latencies and 6 MB at 1 GB/s.
+  p.allreduce_across_hosts = true;
+  p.inter_host_latency = 1e-4;
+  p.inter_host_bandwidth = 1e9;
+  CHECK(p.half_ring_overhead_s_per_byte(p.reduce_scatter) ==
+        Approx((0.04 - 3 * 1e-4 - 6e6 / 1e9) / 6e6));
 }
 
 TEST_CASE("all-reduce seconds are interpolated between measured points", "[profile]") {

@@ -2,6 +2,7 @@
 // 2020 §7: 2Ψ for DDP and ZeRO-1/2, 3Ψ for ZeRO-3, each half a ring of (N-1)·S/(N·β)), the
 // tensor-parallel collectives inside F, and gradient buckets overlapped with the backward.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <map>
 
 #include "cli/scenario_schedule.hpp"
@@ -29,15 +30,17 @@ Scenario data_parallel(int dp, std::vector<std::string> sets) {
   return load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml", all);
 }
 
-// Simulates with every compute action taking `compute_s` (B twice that) in a child process;
-// returns rank 0's exposed communication seconds per action kind name, and "bytes" = the
-// stage's gradient bytes.
-std::map<std::string, double> exposed_by_kind(const Scenario& scenario, double compute_s = 1e-3) {
+// Simulates with every compute action taking `compute_s` (B twice that) in a child process,
+// the profile's collective figures set by `measured`; returns rank 0's exposed communication
+// seconds per action kind name, and "bytes" = the stage's gradient bytes.
+std::map<std::string, double> exposed_by_kind(const Scenario& scenario, double compute_s = 1e-3,
+                                              const std::function<void(Profile&)>& measured = {}) {
   const std::vector<double> flat = test::in_fresh_process([&] {
     const CostModel cost(scenario);
     Profile profile;
     profile.stages.assign(cost.num_stages(),
                           StageSeconds{compute_s, 2 * compute_s, compute_s, compute_s, 0});
+    if (measured) measured(profile);
     sim::SimOptions options;
     options.profile = &profile;
     const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, options);
@@ -75,6 +78,27 @@ TEST_CASE("ZeRO's collectives: all-reduce 2Ψ, reduce-scatter Ψ + all-gather Ψ
     CHECK(x.at("REDUCE_GRAD") == Approx(reduce_scatter).epsilon(0.005).margin(1e-12));
     CHECK(x.at("UNSHARD") == Approx(all_gather).epsilon(0.005).margin(1e-12));
   }
+}
+
+TEST_CASE("measured all-gather and reduce-scatter curves add their own CPU work per ring step") {
+  const int n = 4;
+  const double S = exposed_by_kind(data_parallel(n, {"layout.zero=1"})).at("bytes");
+  Profile measured;  // a fast link, Gloo's work dominating: all-gather 2 ns/B, reduce-scatter 5
+  measured.p2p_bandwidth = 1e15;
+  measured.allreduce_ranks = n;
+  measured.allgather = {{S, (n - 1) * S / n * 2e-9}};
+  measured.reduce_scatter = {{S, (n - 1) * S / n * 5e-9}};
+  const auto x = exposed_by_kind(data_parallel(n, {"layout.zero=1"}), 1e-3, [&](Profile& p) {
+    p.p2p_bandwidth = measured.p2p_bandwidth;
+    p.allreduce_ranks = n;
+    p.allgather = measured.allgather;
+    p.reduce_scatter = measured.reduce_scatter;
+  });
+  // The profile's measured link replaces the scenario's: its time is negligible, Gloo's work is
+  // all that remains.
+  CHECK(x.at("UNSHARD") == Approx((n - 1) * S / n * 2e-9).epsilon(0.01));
+  CHECK(x.at("REDUCE_GRAD") == Approx((n - 1) * S / n * 5e-9).epsilon(0.01));
+  CHECK(x.at("REDUCE_GRAD") > x.at("UNSHARD"));
 }
 
 TEST_CASE("tensor-parallel all-reduces inside F: 2 per layer of 2(t-1)·T·d·bytes/(t·β)") {
