@@ -1,6 +1,7 @@
 // Tests of models/profile: reading, writing and checking measured profiles, and the all-reduce
 // interpolation.
 #include <catch2/catch.hpp>
+#include <functional>
 
 #include <filesystem>
 #include <fstream>
@@ -144,28 +145,20 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK(load_profile(path) == p);
   }
   SECTION("equality looks at every measured field") {
+    const std::vector<std::function<void(Profile&)>> changes{[](Profile& q) { q.stages[1].weight_backward *= 2; },
+                                                             [](Profile& q) { q.allreduce_ranks = 2; },
+                                                             [](Profile& q) { q.concurrency.pop_back(); },
+                                                             [](Profile& q) { q.wake_delay.pop_back(); },
+                                                             [](Profile& q) { q.late_receive.pop_back(); },
+                                                             [](Profile& q) { q.allgather.pop_back(); },
+                                                             [](Profile& q) { q.reduce_scatter.clear(); }};
+    for (size_t i = 0; i < changes.size(); ++i) {
+      CAPTURE(i);
+      Profile q = back;
+      changes[i](q);
+      CHECK_FALSE(q == p);
+    }
     Profile q = back;
-    q.stages[1].weight_backward *= 2;
-    CHECK_FALSE(q == p);
-    q = back;
-    q.allreduce_ranks = 2;
-    CHECK_FALSE(q == p);
-    q = back;
-    q.concurrency.pop_back();
-    CHECK_FALSE(q == p);
-    q = back;
-    q.wake_delay.pop_back();
-    CHECK_FALSE(q == p);
-    q = back;
-    q.late_receive.pop_back();
-    CHECK_FALSE(q == p);
-    q = back;
-    q.allgather.pop_back();
-    CHECK_FALSE(q == p);
-    q = back;
-    q.reduce_scatter.clear();
-    CHECK_FALSE(q == p);
-    q = back;
     q.source = "elsewhere.yaml";  // where it was read from is not a measurement
     CHECK(q == p);
   }
