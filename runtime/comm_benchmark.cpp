@@ -4,30 +4,12 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
 
 #include "runtime/clock.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
 
 namespace dtwin::rt {
-namespace {
-
-// Runs body(rank, group) on `ranks` threads, each a Gloo rank of one group.
-void with_group(int ranks, const std::string& name,
-                const std::function<void(int, c10d::Backend&)>& body) {
-  constexpr double kTimeout = 60;  // s
-  auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < ranks; ++rank)
-    threads.emplace_back([&, rank] {
-      auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
-      body(rank, *make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
-    });
-  for (std::thread& t : threads) t.join();
-}
-
-}  // namespace
 
 double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats) {
   std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
@@ -90,7 +72,8 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
   // does not set the median (15 of them once measured 173 MB/s beside a busy process, not 6 GB/s).
   constexpr int kMinPingPongs = 200;
   const int pings = std::max(repeats, kMinPingPongs);
-  with_group(2, "p2p", [&](int rank, c10d::Backend& group) {
+  run_as_thread_group(2, "p2p", [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
+    c10d::Backend& group = *backend;
     const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, pings);
     const double large = one_way_seconds(group, 1 - rank, rank == 0, message_bytes, pings);
     if (rank == 0) {
@@ -103,19 +86,22 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
   if (allreduce_ranks < 2) return;
   profile.allgather.clear();
   profile.reduce_scatter.clear();
-  with_group(allreduce_ranks, "allreduce", [&](int rank, c10d::Backend& group) {
-    std::vector<AllReducePoint> points = allreduce_points(group, allreduce_bytes, repeats);
-    std::vector<AllReducePoint> gathers, scatters;
-    if (sharded) {
-      gathers = half_ring_points(group, allreduce_bytes, repeats, true);
-      scatters = half_ring_points(group, allreduce_bytes, repeats, false);
-    }
-    if (rank == 0) {
-      profile.allreduce = std::move(points);
-      profile.allgather = std::move(gathers);
-      profile.reduce_scatter = std::move(scatters);
-    }
-  });
+  run_as_thread_group(allreduce_ranks, "allreduce",
+                      [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
+                        c10d::Backend& group = *backend;
+                        std::vector<AllReducePoint> points =
+                            allreduce_points(group, allreduce_bytes, repeats);
+                        std::vector<AllReducePoint> gathers, scatters;
+                        if (sharded) {
+                          gathers = half_ring_points(group, allreduce_bytes, repeats, true);
+                          scatters = half_ring_points(group, allreduce_bytes, repeats, false);
+                        }
+                        if (rank == 0) {
+                          profile.allreduce = std::move(points);
+                          profile.allgather = std::move(gathers);
+                          profile.reduce_scatter = std::move(scatters);
+                        }
+                      });
 }
 
 }  // namespace dtwin::rt

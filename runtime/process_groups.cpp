@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "runtime/clock.hpp"
 #include "runtime/error_text.hpp"
@@ -101,6 +102,20 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
 #else
   throw UserError("runtime.backend: nccl needs a CUDA build of dtwin (DTWIN_CUDA)");
 #endif
+}
+
+void run_as_thread_group(
+    int ranks, const std::string& name,
+    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body) {
+  constexpr double kTimeout = 60;  // s
+  auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank)
+    threads.emplace_back([&, rank] {
+      auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
+      body(rank, make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
+    });
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace dtwin::rt

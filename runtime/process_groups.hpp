@@ -6,6 +6,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,12 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
                                              double timeout_s, const GlooBinding& bind);
+
+/// Runs body(rank, group) on `ranks` threads of this process, each rank `rank` of one Gloo group
+/// `name` over loopback sockets and a TCPStore on a free port (measurements and tests that need
+/// a real group without processes); returns when every thread has.
+void run_as_thread_group(
+    int ranks, const std::string& name,
+    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body);
 
 }  // namespace dtwin::rt

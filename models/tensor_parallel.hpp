@@ -1,0 +1,45 @@
+// Megatron-LM's tensor-parallel building blocks over a c10d group (Shoeybi et al. 2019,
+// "Megatron-LM", §3 and Fig. 3): the conjugate operators f (identity forward, all-reduce of the
+// gradient backward) and g (all-reduce forward, identity backward) that bracket a column-parallel
+// then row-parallel pair of linear layers, the vocabulary-parallel embedding, and the
+// vocabulary-parallel cross-entropy that never gathers the logits. Every member of the group
+// calls each of them in the same order (they are collectives).
+#pragma once
+
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+namespace dtwin::nn {
+
+/// A rank's tensor-parallel group: the c10d backend of its `size` members and its index in it.
+struct TensorParallelGroup {
+  c10::intrusive_ptr<c10d::Backend> backend;
+  int rank = 0;
+  int size = 1;
+};
+
+/// Megatron's f, before a column-parallel layer: returns x (sharing its storage); the backward
+/// sums the gradient over the group. Any shape.
+torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp);
+
+/// Megatron's g, after a row-parallel layer: the sum of every member's x (all-reduce); the
+/// backward passes the gradient through. Any shape, the same on every member.
+torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp);
+
+/// The rows [rank·V/t, (rank+1)·V/t) of an embedding of V = t·weight_shard.size(0) tokens:
+/// ids int64 [b, s] (global token ids) -> [b, s, d], each id looked up on the member that holds
+/// its row and summed over the group (g). Gradients reach weight_shard's rows only.
+torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
+                                       const TensorParallelGroup& tp);
+
+/// Mean cross-entropy over N positions of logits sharded by vocabulary: logits_shard [N, V/t]
+/// holds columns [rank·V/t, (rank+1)·V/t) of the logits, targets int64 [N] global ids. The
+/// group reduces the row maxima, the sums of exponentials and the target logits (three
+/// all-reduces of N values), so no member holds [N, V] (Shoeybi et al. 2019 §3; Megatron-LM's
+/// vocab_parallel_cross_entropy). Returns the same scalar on every member, in fp32; its backward
+/// gives each member (softmax - one-hot(target)) / N on its own columns.
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_shard,
+                                           const torch::Tensor& targets,
+                                           const TensorParallelGroup& tp);
+
+}  // namespace dtwin::nn
