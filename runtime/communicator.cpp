@@ -1,5 +1,6 @@
 #include "runtime/communicator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -25,6 +26,7 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
                            double timeout_s)
     : rank_(env.rank), world_size_(env.world_size) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
+  hosts_store_ = server;
   store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
   heartbeat_store_ = tcp_store(env.master_addr, env.master_port, false, timeout_s);
   if (env.rank == 0) store_->set("origin", store_bytes(std::to_string(wall_seconds())));
@@ -83,6 +85,20 @@ std::vector<int> Communicator::lost_ranks(const std::vector<int>& candidates) {
   }
 }
 
+void Communicator::await_peer_reports(const std::vector<int>& candidates,
+                                      const std::vector<int>& lost) {
+  const double deadline = wall_seconds() + kStale + 1.0;
+  for (int r : candidates) {
+    if (std::find(lost.begin(), lost.end(), r) != lost.end()) continue;
+    try {
+      while (!store_->check({"reported/" + std::to_string(r)}) && wall_seconds() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } catch (const std::exception&) {
+      return;
+    }
+  }
+}
+
 }  // namespace dtwin::rt
 
 namespace dtwin::rt {
@@ -113,6 +129,11 @@ void Communicator::report_lost(const std::string& what, const std::vector<int>& 
     }
     named += (named.empty() ? "" : ", ") + std::to_string(r) + (started ? "" : " (never started)");
   }
+  try {
+    store_->set("reported/" + std::to_string(rank_), store_bytes("1"));
+  } catch (const std::exception&) {  // the store is gone: nobody is left to read it
+  }
+  if (hosts_store_) await_peer_reports(candidates, lost);
   throw RankLost("rank " + std::to_string(rank_) + ": lost rank " +
                  (lost.empty() ? "(one of " + join(candidates) + ")" : named) + " during " + what +
                  ": " + error);

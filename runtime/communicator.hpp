@@ -65,8 +65,13 @@ class Communicator {
  private:
   void beat();
 
+  /// After the store's host names the ranks it lost, it waits (at most kStale + 1 s) until every
+  /// other started rank has named its own, so that none finds the store gone and blames the host.
+  void await_peer_reports(const std::vector<int>& candidates, const std::vector<int>& lost);
+
   int rank_;
   int world_size_;
+  bool hosts_store_ = false;
   double origin_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
