@@ -145,9 +145,11 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
     Executor::StepResult result = executor.run_step(step);
-    const double seconds = clock.now() - start;
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
+    // Every rank starts a step after the previous one's loss reduction and ends it with this
+    // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
+    const double seconds = clock.now() - start;
     if (reporter) progress->report(step, loss, seconds);
     const bool final_step = step + 1 == scenario.training.steps;
     const bool checkpoint = final_step || (every > 0 && (step + 1) % every == 0);
