@@ -29,13 +29,15 @@ class FunctionNode : public torch::autograd::Node {
 
 }  // namespace
 
+bool needs_graph(const std::vector<torch::Tensor>& inputs) {
+  return torch::GradMode::is_enabled() &&
+         std::any_of(inputs.begin(), inputs.end(),
+                     [](const torch::Tensor& t) { return t.defined() && t.requires_grad(); });
+}
+
 torch::Tensor with_backward(torch::Tensor output, const std::vector<torch::Tensor>& inputs,
                             BackwardFunction backward, const std::string& name) {
-  const bool needs_graph = torch::GradMode::is_enabled() &&
-                           std::any_of(inputs.begin(), inputs.end(), [](const torch::Tensor& t) {
-                             return t.defined() && t.requires_grad();
-                           });
-  if (!needs_graph) return output;
+  if (!needs_graph(inputs)) return output;
   auto node = std::shared_ptr<FunctionNode>(new FunctionNode(std::move(backward), name),
                                             torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(inputs));

@@ -15,6 +15,9 @@ namespace dtwin::nn {
 /// gradient of its output.
 using BackwardFunction = std::function<std::vector<torch::Tensor>(const torch::Tensor& grad)>;
 
+/// True when grad mode is on and one of `inputs` requires grad: an operation on them needs a graph.
+bool needs_graph(const std::vector<torch::Tensor>& inputs);
+
 /// Gives `output`, a tensor computed without autograd history, a grad_fn named `name` whose
 /// backward is `backward` and whose edges lead to `inputs` (those that require grad). When grad
 /// mode is off or no input requires grad, `output` is returned as it is. Returns `output`.

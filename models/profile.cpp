@@ -140,28 +140,24 @@ double Profile::allreduce_seconds(double bytes) const {
   return std::max(0.0, a.seconds + (bytes - a.bytes) * slope);
 }
 
-double Profile::allreduce_overhead_s_per_byte() const {
+double Profile::ring_overhead_s_per_byte(const std::vector<AllReducePoint>& points,
+                                         int steps_per_rank) const {
   const double bandwidth = allreduce_across_hosts ? inter_host_bandwidth : p2p_bandwidth;
-  if (allreduce.empty() || allreduce_ranks < 2 || bandwidth <= 0) return 0;
-  const AllReducePoint& largest = allreduce.back();
-  const double n = allreduce_ranks;
-  const double sent = 2 * (n - 1) * largest.bytes / n;
-  const double link = allreduce_across_hosts
-                          ? 2 * (n - 1) * inter_host_latency + sent / bandwidth
-                          : 2 * (n - 1) * (p2p_latency + largest.bytes / bandwidth);
+  if (points.empty() || allreduce_ranks < 2 || bandwidth <= 0) return 0;
+  const AllReducePoint& largest = points.back();
+  const double steps = steps_per_rank * (allreduce_ranks - 1.0);
+  const double sent = steps * largest.bytes / allreduce_ranks;
+  const double link = allreduce_across_hosts ? steps * inter_host_latency + sent / bandwidth
+                                             : steps * (p2p_latency + largest.bytes / bandwidth);
   return sent > 0 ? std::max(0.0, (largest.seconds - link) / sent) : 0;
 }
 
+double Profile::allreduce_overhead_s_per_byte() const {
+  return ring_overhead_s_per_byte(allreduce, 2);
+}
+
 double Profile::half_ring_overhead_s_per_byte(const std::vector<AllReducePoint>& points) const {
-  const double bandwidth = allreduce_across_hosts ? inter_host_bandwidth : p2p_bandwidth;
-  if (points.empty()) return allreduce_overhead_s_per_byte();
-  if (allreduce_ranks < 2 || bandwidth <= 0) return 0;
-  const AllReducePoint& largest = points.back();
-  const double n = allreduce_ranks;
-  const double sent = (n - 1) * largest.bytes / n;
-  const double link = allreduce_across_hosts ? (n - 1) * inter_host_latency + sent / bandwidth
-                                             : (n - 1) * (p2p_latency + largest.bytes / bandwidth);
-  return sent > 0 ? std::max(0.0, (largest.seconds - link) / sent) : 0;
+  return points.empty() ? allreduce_overhead_s_per_byte() : ring_overhead_s_per_byte(points, 1);
 }
 
 double Profile::concurrency_slowdown(int n) const {

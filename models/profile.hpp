@@ -134,6 +134,12 @@ struct Profile {
 
   /// Equal measurements: every field but `source`.
   bool operator==(const Profile& other) const;
+
+ private:
+  /// The fit both figures above share: a ring of steps_per_rank·(n-1) steps of S/n over
+  /// n = allreduce_ranks, at the largest of `points`.
+  double ring_overhead_s_per_byte(const std::vector<AllReducePoint>& points,
+                                  int steps_per_rank) const;
 };
 
 /// Reads the profile at `path` (Profile::source = path). Throws ConfigError with a one-line

@@ -2,15 +2,10 @@
 
 #include "models/autograd_node.hpp"
 
-#include <algorithm>
-
 namespace dtwin::nn {
 
 torch::Tensor recomputed(const RecomputedBody& body, const std::vector<torch::Tensor>& inputs) {
-  const bool needs_graph = torch::GradMode::is_enabled() &&
-                           std::any_of(inputs.begin(), inputs.end(),
-                                       [](const torch::Tensor& t) { return t.requires_grad(); });
-  if (!needs_graph) return body(inputs);
+  if (!needs_graph(inputs)) return body(inputs);
   torch::Tensor output;
   {
     torch::NoGradGuard no_grad;

@@ -59,7 +59,10 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_shard,
                                            const TensorParallelGroup& tp) {
   const int64_t n = logits_shard.size(0), columns = logits_shard.size(1);
   const int64_t first = tp.rank * columns;
-  torch::Tensor softmax, mine, loss;
+  // This member's column of each target, and whether it holds it.
+  const torch::Tensor mine = (targets >= first) & (targets < first + columns);
+  const torch::Tensor local = torch::where(mine, targets - first, torch::zeros_like(targets));
+  torch::Tensor softmax, loss;
   {
     torch::NoGradGuard no_grad;
     const torch::Tensor logits = logits_shard.to(torch::kFloat32);
@@ -67,21 +70,17 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_shard,
     const torch::Tensor shifted = logits - max.unsqueeze(1);
     const torch::Tensor exp = shifted.exp();
     const torch::Tensor sum = all_reduce(exp.sum(1), tp);
-    mine = (targets >= first) & (targets < first + columns);
-    const torch::Tensor local = torch::where(mine, targets - first, torch::zeros_like(targets));
     torch::Tensor target_logit = shifted.gather(1, local.unsqueeze(1)).squeeze(1) * mine;
     all_reduce(target_logit, tp);
     loss = (sum.log() - target_logit).mean();
     softmax = exp / sum.unsqueeze(1);
   }
-  const BackwardFunction backward = [softmax, mine, targets, first, n,
-                                     dtype =
-                                         logits_shard.scalar_type()](const torch::Tensor& grad) {
-    torch::Tensor g = softmax.clone();
-    const torch::Tensor local = torch::where(mine, targets - first, torch::zeros_like(targets));
-    g.scatter_add_(1, local.unsqueeze(1), -mine.to(torch::kFloat32).unsqueeze(1));
-    return std::vector<torch::Tensor>{(g * (grad / n)).to(dtype), torch::Tensor()};
-  };
+  const BackwardFunction backward =
+      [softmax, mine, local, n, dtype = logits_shard.scalar_type()](const torch::Tensor& grad) {
+        torch::Tensor g = softmax.clone();
+        g.scatter_add_(1, local.unsqueeze(1), -mine.to(torch::kFloat32).unsqueeze(1));
+        return std::vector<torch::Tensor>{(g * (grad / n)).to(dtype), torch::Tensor()};
+      };
   return with_backward(loss, {logits_shard, targets}, backward,
                        "VocabParallelCrossEntropyBackward");
 }

@@ -115,7 +115,7 @@ StageState& Executor::stage_of(const Action& a) {
   return held(stages_, a.stage, rank_, a, "the module of stage " + std::to_string(a.stage));
 }
 
-void Executor::check_gathered(const Action& a) {
+void Executor::prepare_compute(const Action& a) {
   StageState& stage = stage_of(a);
   if (!stage.zero) return;
   if (!stage.zero->gathered())
@@ -125,7 +125,7 @@ void Executor::check_gathered(const Action& a) {
 }
 
 void Executor::forward(const Action& a) {
-  check_gathered(a);
+  prepare_compute(a);
   StageState& stage = stage_of(a);
   const Key key{a.stage, a.microbatch};
   const sched::Layout& layout = schedule_.layout;
@@ -155,7 +155,7 @@ void Executor::forward(const Action& a) {
 }
 
 void Executor::run_backward(const Action& a, bool split) {
-  check_gathered(a);
+  prepare_compute(a);
   const Key key{a.stage, a.microbatch};
   const bool last = a.stage == schedule_.layout.num_stages() - 1;
   torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
@@ -183,7 +183,7 @@ void Executor::input_backward(const Action& a) {
 }
 
 void Executor::weight_backward(const Action& a) {
-  check_gathered(a);
+  prepare_compute(a);
   const Key key{a.stage, a.microbatch};
   take(stashes_, key, rank_, a, of("the weight-gradient stash", ActionKind::I, a)).apply();
 }

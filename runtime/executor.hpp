@@ -84,9 +84,10 @@ class Executor {
   double gather_parameters(ZeroStage& zero, const std::string& what);
   /// The other ranks of this rank's DP group.
   std::vector<int> dp_peers() const;
-  /// Throws std::logic_error unless a's stage holds its full parameters (ZeRO 3 between UNSHARD
-  /// and RESHARD), and before a backward allocates the stage's gradient buffer when released.
-  void check_gathered(const sched::Action& a);
+  /// Under ZeRO, before compute action `a`: throws std::logic_error unless a's stage holds its
+  /// full parameters (ZeRO 3 between UNSHARD and RESHARD), and before a backward allocates the
+  /// stage's gradient buffer when it is released. Nothing without ZeRO.
+  void prepare_compute(const sched::Action& a);
 
   using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
 

@@ -4,8 +4,8 @@
 // give the unsharded outputs, and each shard's gradient is its slice of the unsharded gradient.
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <mutex>
 
 #include "models/tensor_parallel.hpp"
