@@ -8,7 +8,8 @@ namespace dtwin {
 
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
-  return {spec.dp, spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync, spec.zero};
+  return {spec.dp,   spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync,
+          spec.zero, spec.tp};
 }
 
 sched::Schedule build_schedule(const Scenario& scenario, bool compute_only) {

@@ -66,20 +66,23 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 
 AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,
                              const torch::TensorOptions& options, dtwin::Attention core,
-                             bool recompute_core)
-    : n_heads_(n_heads), core_(core), recompute_core_(recompute_core) {
-  wq = register_module("wq", SplitLinear(d_model, d_model, options));
-  wk = register_module("wk", SplitLinear(d_model, d_model, options));
-  wv = register_module("wv", SplitLinear(d_model, d_model, options));
-  wo = register_module("wo", SplitLinear(d_model, d_model, options));
+                             bool recompute_core, int tp_size)
+    : local_heads_(n_heads / tp_size),
+      head_dim_(d_model / n_heads),
+      core_(core),
+      recompute_core_(recompute_core) {
+  const std::int64_t local_width = local_heads_ * head_dim_;
+  wq = register_module("wq", SplitLinear(d_model, local_width, options));
+  wk = register_module("wk", SplitLinear(d_model, local_width, options));
+  wv = register_module("wv", SplitLinear(d_model, local_width, options));
+  wo = register_module("wo", SplitLinear(local_width, d_model, options));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
-  const std::int64_t b = x.size(0), s = x.size(1), d = x.size(2);
-  const std::int64_t hd = d / n_heads_;
-  auto heads = [&](const torch::Tensor& t) {  // [b, s, d] -> [b, h, s, hd]
-    return t.view({b, s, n_heads_, hd}).transpose(1, 2);
+  const std::int64_t b = x.size(0), s = x.size(1);
+  auto heads = [&](const torch::Tensor& t) {  // [b, s, h·hd] -> [b, h, s, hd]
+    return t.view({b, s, local_heads_, head_dim_}).transpose(1, 2);
   };
   const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
   const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
@@ -90,7 +93,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   };
   const torch::Tensor out =
       recompute_core_ ? recomputed(attention, {q, k, v}) : attention({q, k, v});  // [b, h, s, hd]
-  return wo(out.transpose(1, 2).reshape({b, s, d}));
+  return wo(out.transpose(1, 2).reshape({b, s, local_heads_ * head_dim_}));
 }
 
 FeedForwardImpl::FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
@@ -107,17 +110,20 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 DecoderLayerImpl::DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads,
                                    std::int64_t ffn_hidden, double eps,
                                    const torch::TensorOptions& options, dtwin::Attention core,
-                                   bool recompute_core) {
+                                   bool recompute_core, TensorParallelGroup tp)
+    : tp_(std::move(tp)) {
   attn_norm = register_module("attn_norm", RMSNorm(d_model, eps, options));
-  attn = register_module("attn", Attention(d_model, n_heads, options, core, recompute_core));
+  attn =
+      register_module("attn", Attention(d_model, n_heads, options, core, recompute_core, tp_.size));
   mlp_norm = register_module("mlp_norm", RMSNorm(d_model, eps, options));
-  mlp = register_module("mlp", FeedForward(d_model, ffn_hidden, options));
+  mlp = register_module("mlp", FeedForward(d_model, ffn_hidden / tp_.size, options));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                         const torch::Tensor& sin) {
-  const torch::Tensor h = x + attn(attn_norm(x), cos, sin);
-  return h + mlp(mlp_norm(h));
+  const torch::Tensor h =
+      x + leave_parallel_region(attn(enter_parallel_region(attn_norm(x), tp_), cos, sin), tp_);
+  return h + leave_parallel_region(mlp(enter_parallel_region(mlp_norm(h), tp_)), tp_);
 }
 
 }  // namespace dtwin::nn

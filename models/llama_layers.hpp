@@ -15,6 +15,7 @@
 
 #include "models/settings.hpp"
 #include "models/split_linear.hpp"
+#include "models/tensor_parallel.hpp"
 
 namespace dtwin::nn {
 
@@ -71,25 +72,30 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 /// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says and,
 /// when `recompute_core`, recomputed in the backward (selective recomputation, Korthikanti et
 /// al. 2022 §4: only q, k and v are kept); submodules wq, wk, wv, wo (SplitLinear, [d, d] each,
-/// no bias).
+/// no bias). With `tp_size` t > 1 it holds one tensor-parallel member's h/t heads (Megatron-LM):
+/// wq, wk, wv column-parallel [d/t, d], wo row-parallel [d, d/t], whose output is the member's
+/// partial sum (the caller reduces it, leave_parallel_region).
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options,
-                dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false);
+                dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
+                int tp_size = 1);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
   SplitLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
 
  private:
-  std::int64_t n_heads_;
+  std::int64_t local_heads_, head_dim_;
   dtwin::Attention core_;
   bool recompute_core_;
 };
 TORCH_MODULE(Attention);
 
 /// The SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) · w3 x); w1 (gate) and w3 (up) [f, d],
-/// w2 (down) [d, f], all SplitLinear without bias.
+/// w2 (down) [d, f], all SplitLinear without bias. A tensor-parallel member passes f/t as
+/// ffn_hidden: w1 and w3 are then its column-parallel shards, w2 its row-parallel one, and the
+/// output its partial sum.
 class FeedForwardImpl : public torch::nn::Module {
  public:
   FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
@@ -102,18 +108,26 @@ class FeedForwardImpl : public torch::nn::Module {
 TORCH_MODULE(FeedForward);
 
 /// One pre-norm decoder layer: x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)). Submodules
-/// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's.
+/// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's. With a tensor-parallel
+/// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
+/// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
+/// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
                    const torch::TensorOptions& options,
-                   dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false);
-  /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
+                   dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
+                   TensorParallelGroup tp = {});
+  /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
+  /// shape of x.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
   RMSNorm attn_norm{nullptr}, mlp_norm{nullptr};
   Attention attn{nullptr};
   FeedForward mlp{nullptr};
+
+ private:
+  TensorParallelGroup tp_;
 };
 TORCH_MODULE(DecoderLayer);
 

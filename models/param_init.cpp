@@ -36,7 +36,14 @@ std::optional<double> parameter_init_std(std::string_view name, int n_layers) {
   return 0.02;
 }
 
-void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers) {
+std::optional<int> tensor_parallel_dim(std::string_view name) {
+  if (ends_with(name, "norm.weight")) return std::nullopt;
+  if (ends_with(name, ".wo.weight") || ends_with(name, ".w2.weight")) return 1;
+  return 0;
+}
+
+void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers, int tp_rank,
+                     int tp_size) {
   torch::NoGradGuard no_grad;
   for (const auto& item : module.named_parameters()) {
     torch::Tensor parameter = item.value();
@@ -46,8 +53,12 @@ void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers
       continue;
     }
     at::Generator generator = at::detail::createCPUGenerator(parameter_seed(seed, item.key()));
-    torch::Tensor values = torch::empty(parameter.sizes(), torch::kFloat32);
+    const std::optional<int> dim = tensor_parallel_dim(item.key());
+    std::vector<int64_t> whole = parameter.sizes().vec();
+    if (dim) whole[*dim] *= tp_size;
+    torch::Tensor values = torch::empty(whole, torch::kFloat32);
     values.normal_(0.0, *stddev, generator);
+    if (dim) values = values.narrow(*dim, tp_rank * parameter.size(*dim), parameter.size(*dim));
     parameter.copy_(values);
   }
 }

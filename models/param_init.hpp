@@ -26,9 +26,19 @@ std::uint64_t parameter_seed(std::uint64_t seed, std::string_view name);
 /// et al. 2019), every other matrix (embedding, q/k/v, w1/w3, LM head) 0.02.
 std::optional<double> parameter_init_std(std::string_view name, int n_layers);
 
+/// The dimension along which Megatron-LM's tensor parallelism splits the parameter `name` over
+/// the tp members (Shoeybi et al. 2019 §3): 0 (rows, output features) for the column-parallel
+/// q/k/v, w1/w3 and LM head and the vocabulary-parallel embedding, 1 (columns, input features)
+/// for the row-parallel wo and w2, nullopt for the norm weights, which every member holds whole.
+std::optional<int> tensor_parallel_dim(std::string_view name);
+
 /// Initialises every parameter of `module` in place (under no-grad) from its registered name
 /// (Module::named_parameters(), which must be the global names) with parameter_init_std() and a
-/// generator seeded with parameter_seed(seed, name).
-void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers);
+/// generator seeded with parameter_seed(seed, name). With `tp_size` > 1 the module holds member
+/// `tp_rank`'s shards: each split parameter (tensor_parallel_dim) is drawn at its whole size,
+/// tp_size times its shard along that dimension, and the member keeps slice tp_rank, so the shards
+/// of all members put together equal the unsplit model's parameter.
+void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers, int tp_rank = 0,
+                     int tp_size = 1);
 
 }  // namespace dtwin::nn

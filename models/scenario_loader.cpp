@@ -96,7 +96,8 @@ Section read_model(const Origin& origin, const Section& root, ModelSpec& m) {
 }
 
 /// `what` of `field` to be divisible by layout.tp (Megatron-LM splits heads, the feed-forward
-/// width and the vocabulary over the tensor-parallel group).
+/// width, the vocabulary and, under sequence parallelism, the sequence over the tensor-parallel
+/// group).
 void require_tp_divides(const Origin& origin, const Field& tp, const Field& field, int value,
                         int degree) {
   if (value % degree == 0) return;
@@ -123,6 +124,9 @@ void read_sharding(const Origin& origin, const Section& s, const Section& model_
     require_tp_divides(origin, tp, model_s.get("n_heads"), model.n_heads, l.tp);
     require_tp_divides(origin, tp, model_s.get("ffn_hidden"), model.ffn_hidden, l.tp);
     require_tp_divides(origin, tp, model_s.get("vocab_size"), model.vocab_size, l.tp);
+    // Sequence parallelism splits each sequence over the group.
+    if (l.sequence_parallel)
+      require_tp_divides(origin, tp, model_s.get("seq_len"), model.seq_len, l.tp);
   }
   if (l.sequence_parallel && l.tp == 1)
     expected(origin, s.get("sequence_parallel"), "false unless layout.tp > 1");

@@ -11,6 +11,13 @@
 // with <i> the global layer index, and initialised from them (models/param_init.hpp), so any split
 // holds exactly the values of the single-stage model with the same seed.
 //
+// With a tensor-parallel group of t > 1 members (Megatron-LM, Shoeybi et al. 2019) the module
+// holds one member's shards under the same names: the embedding's and head's rows [V/t, d]
+// (vocabulary-parallel lookup and cross-entropy), the member's h/t heads of q/k/v [d/t, d] and
+// wo [d, d/t], and w1/w3 [f/t, d], w2 [d, f/t]; the norm weights whole on every member
+// (models/param_init.hpp's tensor_parallel_dim). Under sequence parallelism the hidden states
+// between stages are the member's sequence shard [b, s/t, d].
+//
 // The q/k/v/o, w1/w2/w3 and head weights are SplitLinear layers: a backward run under a
 // StashGuard (models/split_linear.hpp) defers their weight gradients to the stash (I), and
 // WeightGradStash::apply() computes them later (W). The norm and embedding weights get their
@@ -42,22 +49,28 @@ class StageModule : public torch::nn::Module {
   /// on the CPU and converted). `recompute` selective recomputes each layer's attention core in
   /// the backward, full each whole layer from its input (models/recompute.hpp). Throws
   /// std::invalid_argument for another family, d_model not a multiple of n_heads, an odd head size
-  /// or a layer range outside [0, n_layers).
+  /// or a layer range outside [0, n_layers). `tp` (size 1: none) makes it member tp.rank's
+  /// shards; throws std::invalid_argument unless tp.size divides n_heads, ffn_hidden and
+  /// vocab_size, and under sequence parallelism seq_len.
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
-              torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None);
+              torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
+              TensorParallelGroup tp = {});
   /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model,
-  /// scenario.training.seed and scenario.layout.recompute. The device and dtype are the caller's
-  /// choice (runtime.device and training.precision are not read here).
+  /// scenario.training.seed and scenario.layout.recompute, as member `tp` of its
+  /// tensor-parallel group. The device and dtype are the caller's choice (runtime.device and
+  /// training.precision are not read here).
   StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
-              torch::ScalarType dtype = torch::kFloat32);
+              torch::ScalarType dtype = torch::kFloat32, TensorParallelGroup tp = {});
 
   /// The stage's forward.
   ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
-  ///    hidden states [b, s, d] (floating point, usually requires_grad for the backward);
+  ///    hidden states [b, s, d] ([b, s/t, d] under sequence parallelism; floating point, usually
+  ///    requires_grad for the backward);
   ///  - targets: int64 next-token ids [b, s], required on a stage with the head, else ignored.
-  /// Returns the hidden states [b, s, d], or on a stage with the head the scalar mean
-  /// cross-entropy over all b·s targets (logits in fp32).
+  /// Returns the hidden states [b, s, d] ([b, s/t, d] under sequence parallelism), or on a stage
+  /// with the head the scalar mean cross-entropy over all b·s targets (logits in fp32), the
+  /// same on every tensor-parallel member.
   torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
 
   const ModelSpec& spec() const { return spec_; }
@@ -65,6 +78,11 @@ class StageModule : public torch::nn::Module {
   int num_layers() const { return num_layers_; }
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
+  const TensorParallelGroup& tensor_parallel() const { return tp_; }
+  /// The parameters every tensor-parallel member holds whole (the norm weights). Under sequence
+  /// parallelism each member's gradient of them covers its sequence shard only, so the group
+  /// must sum those gradients before the optimizer step (Korthikanti et al. 2022 §4.2.2).
+  std::vector<torch::Tensor> replicated_parameters() const;
 
  private:
   ModelSpec spec_;
@@ -73,6 +91,7 @@ class StageModule : public torch::nn::Module {
   bool has_embedding_;
   bool has_head_;
   Recompute recompute_;
+  TensorParallelGroup tp_;
   TokenEmbedding embed_{nullptr};
   torch::nn::ModuleDict layer_dict_{nullptr};
   std::vector<DecoderLayer> layers_;

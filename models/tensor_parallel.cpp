@@ -16,10 +16,53 @@ torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
   return t;
 }
 
+// The member's shards of x [b, s/t, d] gathered along the sequence: [b, s, d] (an all-gather
+// over the first dimension of the [s, b, d] transpose, so that each shard is contiguous).
+torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallelGroup& tp) {
+  torch::Tensor shard = x.transpose(0, 1).contiguous();
+  std::vector<int64_t> sizes = shard.sizes().vec();
+  sizes[0] *= tp.size;
+  torch::Tensor whole = torch::empty(sizes, shard.options());
+  tp.backend->_allgather_base(whole, shard)->wait();
+  return whole.transpose(0, 1).contiguous();
+}
+
+// The sum over the group of x [b, s, d], sequence shard `tp.rank`: [b, s/t, d].
+torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParallelGroup& tp) {
+  TORCH_CHECK(x.size(1) % tp.size == 0, "sequence parallelism: the sequence (", x.size(1),
+              ") is not a multiple of tp (", tp.size, ")");
+  torch::Tensor whole = x.transpose(0, 1).contiguous();
+  std::vector<int64_t> sizes = whole.sizes().vec();
+  sizes[0] /= tp.size;
+  torch::Tensor shard = torch::empty(sizes, whole.options());
+  tp.backend->_reduce_scatter_base(shard, whole)->wait();
+  return shard.transpose(0, 1).contiguous();
+}
+
 // A tensor sharing x's storage without its autograd history.
 torch::Tensor same_storage(const torch::Tensor& x) {
   torch::NoGradGuard no_grad;
   return torch::empty({0}, x.options()).set_(x);
+}
+
+using SequenceCollective = torch::Tensor (*)(const torch::Tensor&, const TensorParallelGroup&);
+
+// forward(x) over the group, computed without history, whose backward applies `backward`, the
+// conjugate collective, to the gradient.
+torch::Tensor sequence_collective(const torch::Tensor& x, const TensorParallelGroup& tp,
+                                  SequenceCollective forward, SequenceCollective backward,
+                                  const std::string& name) {
+  torch::Tensor out;
+  {
+    torch::NoGradGuard no_grad;
+    out = forward(x, tp);
+  }
+  return with_backward(
+      out, {x},
+      [tp, backward](const torch::Tensor& grad) {
+        return std::vector<torch::Tensor>{backward(grad, tp)};
+      },
+      name);
 }
 
 }  // namespace
@@ -44,6 +87,20 @@ torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, const TensorPa
       "ReduceFromTensorParallelBackward");
 }
 
+torch::Tensor enter_parallel_region(const torch::Tensor& x, const TensorParallelGroup& tp) {
+  if (tp.size == 1) return x;
+  if (!tp.sequence_parallel) return copy_to_tensor_parallel(x, tp);
+  return sequence_collective(x, tp, gather_sequence, reduce_scatter_sequence,
+                             "GatherFromSequenceParallelBackward");
+}
+
+torch::Tensor leave_parallel_region(const torch::Tensor& x, const TensorParallelGroup& tp) {
+  if (tp.size == 1) return x;
+  if (!tp.sequence_parallel) return reduce_from_tensor_parallel(x, tp);
+  return sequence_collective(x, tp, reduce_scatter_sequence, gather_sequence,
+                             "ReduceScatterToSequenceParallelBackward");
+}
+
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        const TensorParallelGroup& tp) {
   const int64_t rows = weight_shard.size(0), first = tp.rank * rows;
@@ -51,7 +108,7 @@ torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Te
   const torch::Tensor local = torch::where(mine, ids - first, torch::zeros_like(ids));
   const torch::Tensor looked_up =
       torch::embedding(weight_shard, local) * mine.unsqueeze(-1).to(weight_shard.scalar_type());
-  return reduce_from_tensor_parallel(looked_up, tp);
+  return leave_parallel_region(looked_up, tp);
 }
 
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits_shard,

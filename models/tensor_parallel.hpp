@@ -2,8 +2,10 @@
 // "Megatron-LM", §3 and Fig. 3): the conjugate operators f (identity forward, all-reduce of the
 // gradient backward) and g (all-reduce forward, identity backward) that bracket a column-parallel
 // then row-parallel pair of linear layers, the vocabulary-parallel embedding, and the
-// vocabulary-parallel cross-entropy that never gathers the logits. Every member of the group
-// calls each of them in the same order (they are collectives).
+// vocabulary-parallel cross-entropy that never gathers the logits; and sequence parallelism
+// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+// §4.2.2), where f and g become an all-gather and a reduce-scatter along the sequence. Every
+// member of the group calls each of them in the same order (they are collectives).
 #pragma once
 
 #include <torch/torch.h>
@@ -11,11 +13,15 @@
 
 namespace dtwin::nn {
 
-/// A rank's tensor-parallel group: the c10d backend of its `size` members and its index in it.
+/// A rank's tensor-parallel group: the c10d backend of its `size` members and its index in it,
+/// and whether the activations between the parallel regions are split along the sequence.
+/// size 1 (the default, no backend): no tensor parallelism, every operation below is the
+/// unsplit one.
 struct TensorParallelGroup {
   c10::intrusive_ptr<c10d::Backend> backend;
   int rank = 0;
   int size = 1;
+  bool sequence_parallel = false;
 };
 
 /// Megatron's f, before a column-parallel layer: returns x (sharing its storage); the backward
@@ -26,9 +32,23 @@ torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TensorParall
 /// backward passes the gradient through. Any shape, the same on every member.
 torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp);
 
+/// Into a tensor-parallel region (before the column-parallel layers): x [b, s, d] ->
+/// copy_to_tensor_parallel(x) [b, s, d], or under sequence parallelism x [b, s/t, d] -> the
+/// member's sequence shards gathered in rank order [b, s, d], whose backward reduce-scatters the
+/// gradient along the sequence. x itself when size is 1.
+torch::Tensor enter_parallel_region(const torch::Tensor& x, const TensorParallelGroup& tp);
+
+/// Out of a tensor-parallel region (after a row-parallel layer or the vocabulary-parallel
+/// lookup, whose outputs are partial sums): x [b, s, d] -> reduce_from_tensor_parallel(x)
+/// [b, s, d], or under sequence parallelism the sum's sequence shard rank [b, s/t, d]
+/// (reduce-scatter along the sequence; the backward all-gathers the gradient). x itself when
+/// size is 1. s must be a multiple of t under sequence parallelism.
+torch::Tensor leave_parallel_region(const torch::Tensor& x, const TensorParallelGroup& tp);
+
 /// The rows [rank·V/t, (rank+1)·V/t) of an embedding of V = t·weight_shard.size(0) tokens:
 /// ids int64 [b, s] (global token ids) -> [b, s, d], each id looked up on the member that holds
-/// its row and summed over the group (g). Gradients reach weight_shard's rows only.
+/// its row and summed over the group (leave_parallel_region: [b, s/t, d] under sequence
+/// parallelism). Gradients reach weight_shard's rows only.
 torch::Tensor vocab_parallel_embedding(const torch::Tensor& ids, const torch::Tensor& weight_shard,
                                        const TensorParallelGroup& tp);
 

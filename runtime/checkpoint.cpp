@@ -21,8 +21,10 @@ fs::path step_dir(const std::string& output_dir, int64_t steps_done) {
   return fs::path(output_dir) / "checkpoints" / ("step-" + std::to_string(steps_done));
 }
 
-std::string stage_file(int stage, const char* suffix) {
-  return "stage-" + std::to_string(stage) + suffix;
+// "stage-<s>" + suffix, with ".tp-<i>" before the suffix for member i when tp > 1.
+std::string stage_file(int stage, const char* suffix, int tp_index, int tp) {
+  const std::string member = tp > 1 ? ".tp-" + std::to_string(tp_index) : "";
+  return "stage-" + std::to_string(stage) + member + suffix;
 }
 
 uint32_t crc32_of(const std::string& bytes) {
@@ -56,9 +58,9 @@ std::string mismatch(const fs::path& dir, const std::string& name, const nlohman
 }
 
 // Why the checkpoint in `dir` cannot be resumed from ("FILE: why"), or "" when it is complete.
-std::string verify(const fs::path& dir, int num_stages) {
-  for (int s = 0; s < num_stages; ++s) {
-    const fs::path manifest_path = dir / stage_file(s, ".manifest.json");
+std::string verify(const fs::path& dir, int num_stages, int tp) {
+  for (int s = 0; s < num_stages * tp; ++s) {
+    const fs::path manifest_path = dir / stage_file(s / tp, ".manifest.json", s % tp, tp);
     const std::optional<std::string> text = read_file(manifest_path);
     if (!text) return manifest_path.string() + ": missing (the write was interrupted)";
     try {
@@ -77,14 +79,14 @@ std::string verify(const fs::path& dir, int num_stages) {
 }  // namespace
 
 void save_checkpoint(const std::string& output_dir, int64_t steps_done,
-                     std::map<int, StageState>& stages) {
+                     std::map<int, StageState>& stages, int tp_index, int tp) {
   const fs::path dir = step_dir(output_dir, steps_done);
   fs::create_directories(dir);
   for (auto& [stage, state] : stages) {
     nlohmann::json files = nlohmann::json::object();
     const std::pair<std::string, std::string> parts[] = {
-        {stage_file(stage, ".pt"), serialized(state.module)},
-        {stage_file(stage, ".optim.pt"), serialized(state.current_optimizer())}};
+        {stage_file(stage, ".pt", tp_index, tp), serialized(state.module)},
+        {stage_file(stage, ".optim.pt", tp_index, tp), serialized(state.current_optimizer())}};
     for (const auto& [name, bytes] : parts) {
       write_file(dir / name, bytes);
       files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
@@ -92,11 +94,11 @@ void save_checkpoint(const std::string& output_dir, int64_t steps_done,
     }
     const nlohmann::json manifest = {
         {"steps_done", steps_done}, {"stage", stage}, {"files", files}};
-    write_file(dir / stage_file(stage, ".manifest.json"), manifest.dump(2) + "\n");
+    write_file(dir / stage_file(stage, ".manifest.json", tp_index, tp), manifest.dump(2) + "\n");
   }
 }
 
-CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages) {
+CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages, int tp) {
   CheckpointChoice choice;
   const fs::path root = fs::path(output_dir) / "checkpoints";
   if (!fs::is_directory(root)) return choice;
@@ -110,7 +112,7 @@ CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages
   }
   std::sort(steps.rbegin(), steps.rend());
   for (const auto& [steps_done, dir] : steps) {
-    const std::string why = verify(dir, num_stages);
+    const std::string why = verify(dir, num_stages, tp);
     if (why.empty()) {
       choice.steps_done = steps_done;
       choice.directory = dir.string();
@@ -122,11 +124,11 @@ CheckpointChoice latest_checkpoint(const std::string& output_dir, int num_stages
 }
 
 void load_checkpoint(const std::string& output_dir, int64_t steps_done,
-                     std::map<int, StageState>& stages) {
+                     std::map<int, StageState>& stages, int tp_index, int tp) {
   const fs::path dir = step_dir(output_dir, steps_done);
   for (auto& [stage, state] : stages) {
-    const fs::path module = dir / stage_file(stage, ".pt");
-    const fs::path optimizer = dir / stage_file(stage, ".optim.pt");
+    const fs::path module = dir / stage_file(stage, ".pt", tp_index, tp);
+    const fs::path optimizer = dir / stage_file(stage, ".optim.pt", tp_index, tp);
     try {
       torch::load(state.module, module.string());
       torch::load(state.current_optimizer(), optimizer.string());

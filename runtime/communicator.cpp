@@ -41,17 +41,23 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
       beat();
     }
   });
-  const int replica = layout.dp_index(env.rank), stage_rank = layout.pipeline_rank(env.rank);
+  const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
+  const int replica = layout.dp_index(rank), stage_rank = layout.pipeline_rank(rank);
+  // Group names: the schedule rank's coordinates, and the tensor-parallel index when tp > 1.
+  const std::string member = layout.tp > 1 ? "/" + std::to_string(tp_index) : "";
   // Resolved once, outside the rendezvous: a host without a route to MASTER_ADDR is this rank's
   // failure, not a lost peer.
   const GlooBinding bind{env.gloo_interfaces.empty() ? local_address_toward(env.master_addr) : "",
                          env.gloo_interfaces};
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
-    pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica), stage_rank,
-                           layout.pp, timeout_s, bind);
-    data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank), replica,
-                                layout.dp, timeout_s, bind);
+    pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica) + member,
+                           stage_rank, layout.pp, timeout_s, bind);
+    data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank) + member,
+                                replica, layout.dp, timeout_s, bind);
+    if (layout.tp > 1)
+      tensor_parallel_ = make_group(backend, store_, "tp/" + std::to_string(rank), tp_index,
+                                    layout.tp, timeout_s, bind);
   } catch (const std::exception& error) {
     report_lost("the rendezvous", {}, error_text(error));
   }

@@ -1,6 +1,6 @@
-// Rendezvous and process groups of one rank: c10d's TCPStore and one c10d backend (Gloo or
-// NCCL) for the world, one per pipeline and one per data-parallel group, plus heartbeats that
-// name a lost rank.
+// Rendezvous and process groups of one rank (a process): c10d's TCPStore and one c10d backend
+// (Gloo or NCCL) for the world, one per pipeline, one per data-parallel and, when layout.tp > 1,
+// one per tensor-parallel group, plus heartbeats that name a lost rank.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -19,10 +19,12 @@ namespace dtwin::rt {
 class Communicator {
  public:
   /// Connects to the store at MASTER_ADDR:MASTER_PORT (rank 0 hosts it unless the launcher
-  /// does), agrees on the run's clock origin, and creates the world group, this rank's pipeline
-  /// group (members:
-  /// the pp ranks of its replica, indexed by pipeline rank) and DP group (the dp ranks of its
-  /// pipeline rank, indexed by replica), all on `backend` (runtime.backend, see make_group).
+  /// does), agrees on the run's clock origin, and creates the world group (every process),
+  /// this process's pipeline group (the pp processes of its replica with its tensor-parallel
+  /// index, indexed by pipeline rank), DP group (the dp processes of its pipeline rank and
+  /// tensor-parallel index, indexed by replica) and, when layout.tp > 1, tensor-parallel group
+  /// (the tp processes of its schedule rank, indexed by tp index), all on `backend`
+  /// (runtime.backend, see make_group). env.rank is the process rank (sched::Layout::process).
   /// Every wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store
   /// cannot be hosted or reached, and RankLost naming the ranks that never joined when a group
   /// cannot be formed; the heartbeat thread is stopped and joined on every path.
@@ -35,6 +37,8 @@ class Communicator {
   c10d::Backend& world() { return *world_; }
   c10d::Backend& pipeline() { return *pipeline_; }
   c10d::Backend& data_parallel() { return *data_parallel_; }
+  /// The tensor-parallel group; null when layout.tp is 1.
+  const c10::intrusive_ptr<c10d::Backend>& tensor_parallel() const { return tensor_parallel_; }
   c10d::Store& store() { return *store_; }
 
   /// The ranks among `candidates` whose heartbeat stopped (no beat for 2 s), waiting up to 3 s
@@ -78,6 +82,7 @@ class Communicator {
   c10::intrusive_ptr<c10d::Backend> world_;
   c10::intrusive_ptr<c10d::Backend> pipeline_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
+  c10::intrusive_ptr<c10d::Backend> tensor_parallel_;
   std::jthread heartbeat_;  // last: stopped and joined first, also when the constructor throws
 };
 

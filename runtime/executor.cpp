@@ -46,12 +46,13 @@ std::string of_microbatch(const std::string& what, const Action& a) {
 
 }  // namespace
 
-Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
+Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, int process,
                    std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
                    const RunClock& clock)
     : scenario_(scenario),
       schedule_(schedule),
-      rank_(rank),
+      rank_(schedule.layout.schedule_rank(process)),
+      tp_index_(schedule.layout.tp_index(process)),
       stages_(stages),
       comm_(comm),
       data_(data),
@@ -103,6 +104,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
   gradients_.clear();
   input_grads_.clear();
   stashes_.clear();
+  tp_summed_.clear();
   return {events_, loss_sum_, loss_count_};
 }
 
@@ -201,7 +203,7 @@ Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Ten
   for (size_t i = 0; i < message.size(); ++i) {
     std::vector<torch::Tensor> tensors{message[i]};
     const int tag = sched::transfer_tag(layout, a) + int(i) * sched::transfer_tag_count(layout);
-    works.push_back(comm_.post(sched::to_string(a), {peer}, [&] {
+    works.push_back(comm_.post(sched::to_string(a), {process_of(peer)}, [&] {
       return send ? comm_.pipeline().send(tensors, group_rank, tag)
                   : comm_.pipeline().recv(tensors, group_rank, tag);
     }));
@@ -219,17 +221,17 @@ void Executor::send(const Action& a) {
   }
   const std::vector<torch::Tensor> message{tensor.contiguous(),
                                            torch::full({1}, clock_.now(), torch::kFloat64)};
-  sends_.push_back({transfer(a, message), message, events_.size(), peer_rank(a)});
+  sends_.push_back({transfer(a, message), message, events_.size(), process_of(peer_rank(a))});
 }
 
 void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
+  const int64_t sequence = scenario_.model.seq_len / (spec.sequence_parallel ? spec.tp : 1);
   const std::vector<torch::Tensor> message{
-      torch::empty({spec.micro_batch_size, scenario_.model.seq_len, scenario_.model.d_model},
-                   torch::kFloat32),
+      torch::empty({spec.micro_batch_size, sequence, scenario_.model.d_model}, torch::kFloat32),
       torch::empty({1}, torch::kFloat64)};
   const double start = clock_.now();
-  for (const auto& work : transfer(a, message)) wait(work, a, {peer_rank(a)});
+  for (const auto& work : transfer(a, message)) wait(work, a, {process_of(peer_rank(a))});
   const double posted = message[1].item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));
   const Key key{a.stage, a.microbatch};
@@ -239,7 +241,33 @@ void Executor::receive(const Action& a) {
     gradients_[key] = message[0];
 }
 
+void Executor::sum_sequence_parallel_gradients(const Action& a) {
+  const nn::StageModule& module = *stage_of(a).module;
+  if (!module.tensor_parallel().sequence_parallel || !tp_summed_.insert(a.stage).second) return;
+  std::vector<torch::Tensor> grads;
+  for (torch::Tensor p : module.replicated_parameters())
+    grads.push_back((p.grad().defined() ? p.grad() : torch::zeros_like(p)).reshape(-1));
+  std::vector<torch::Tensor> flat{torch::cat(grads)};
+  std::vector<int> peers;
+  for (int t = 0; t < schedule_.layout.tp; ++t)
+    if (t != tp_index_) peers.push_back(schedule_.layout.process(rank_, t));
+  wait(comm_.post(sched::to_string(a), peers,
+                  [&] { return module.tensor_parallel().backend->allreduce(flat); }),
+       a, peers);
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (torch::Tensor p : module.replicated_parameters()) {
+    const torch::Tensor sum = flat[0].narrow(0, offset, p.numel()).view_as(p);
+    if (p.grad().defined())
+      p.mutable_grad().copy_(sum);  // under ZeRO a view of the flat gradient buffer
+    else
+      p.mutable_grad() = sum.clone();
+    offset += p.numel();
+  }
+}
+
 void Executor::optimizer_step(const Action& a) {
+  sum_sequence_parallel_gradients(a);
   StageState& stage = stage_of(a);
   double held = 0;
   for (const auto& [s, state] : stages_) held += static_cast<double>(model_state_bytes(state));

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "models/scenario.hpp"
@@ -32,9 +33,11 @@ class Executor {
     int loss_count = 0;
   };
 
-  /// `stages` are this rank's modules (build_rank_model, with their ZeroStage when
-  /// layout.zero > 0); all references must outlive it.
-  Executor(const Scenario& scenario, const sched::Schedule& schedule, int rank,
+  /// `process` is this process's rank (sched::Layout::process); it runs the actions of its
+  /// schedule rank. `stages` are its modules (build_rank_model, with their ZeroStage when
+  /// layout.zero > 0, as its member of the tensor-parallel group); all references must outlive
+  /// it.
+  Executor(const Scenario& scenario, const sched::Schedule& schedule, int process,
            std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
            const RunClock& clock);
 
@@ -45,7 +48,9 @@ class Executor {
   /// ZeRO shards (executor_sharding.cpp); OPTIM steps AdamW (on the shard under ZeRO). Throws
   /// std::logic_error for a kind without handler or when an action needs a module or tensor this
   /// rank does not hold (the message names the rank, the action and what is missing), and RankLost
-  /// when a peer is gone.
+  /// when a peer is gone. Under sequence parallelism the tensor-parallel group sums the norm
+  /// weights' gradients (StageModule::replicated_parameters) before the first ALLREDUCE,
+  /// REDUCE_GRAD or OPTIM of each stage in the step.
   StepResult run_step(int64_t step);
 
   /// ZeRO 3: all-gathers every stage's parameters over the DP group (every replica must call
@@ -82,8 +87,13 @@ class Executor {
   /// All-gathers `zero`'s shards into its full parameters (announced as `what` when a peer is
   /// lost); returns the latest start among the replicas, in run-clock seconds.
   double gather_parameters(ZeroStage& zero, const std::string& what);
-  /// The other ranks of this rank's DP group.
+  /// The other processes of this process's DP group.
   std::vector<int> dp_peers() const;
+  /// The process of schedule rank `rank` with this process's tensor-parallel index.
+  int process_of(int rank) const { return schedule_.layout.process(rank, tp_index_); }
+  /// Under sequence parallelism, sums a's stage's replicated-parameter gradients over the
+  /// tensor-parallel group, once per stage and step; nothing otherwise.
+  void sum_sequence_parallel_gradients(const sched::Action& a);
   /// Under ZeRO, before compute action `a`: throws std::logic_error unless a's stage holds its
   /// full parameters (ZeRO 3 between UNSHARD and RESHARD), and before a backward allocates the
   /// stage's gradient buffer when it is released. Nothing without ZeRO.
@@ -92,7 +102,7 @@ class Executor {
   using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
 
   void run_backward(const sched::Action& a, bool split);
-  /// Global rank at the other end of a's transfer (a is a SEND or RECV).
+  /// Schedule rank at the other end of a's transfer (a is a SEND or RECV).
   int peer_rank(const sched::Action& a) const;
   /// Posts a's transfer on the pipeline group, one Gloo message per tensor of `message` (sends
   /// for a SEND, receives into them for a RECV); tensor i gets tag
@@ -106,7 +116,8 @@ class Executor {
 
   const Scenario& scenario_;
   const sched::Schedule& schedule_;
-  int rank_;
+  int rank_;      // schedule rank
+  int tp_index_;  // member of the schedule rank's tensor-parallel group
   std::map<int, StageState>& stages_;
   Communicator& comm_;
   const TokenDataset& data_;
@@ -122,11 +133,12 @@ class Executor {
   std::map<Key, torch::Tensor> gradients_;    // gradient of (stage, mb)'s output, ready for B/I
   std::map<Key, torch::Tensor> input_grads_;  // gradient of (stage, mb)'s input, for SEND_B
   std::map<Key, nn::WeightGradStash> stashes_;
+  std::set<int> tp_summed_;  // stages whose sequence-parallel gradients were summed this step
   struct PendingSend {
     Works works;
     std::vector<torch::Tensor> message;  // kept alive until the works complete
     size_t event;                        // index into events_
-    int peer;                            // receiving rank
+    int peer;                            // receiving process
   };
   std::vector<PendingSend> sends_;
   std::vector<trace::TimedAction> events_;

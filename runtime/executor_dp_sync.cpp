@@ -30,6 +30,7 @@ void Executor::dp_sync(const sched::Action& a) {
   const std::vector<int> peers = dp_peers();
 
   const bool weights = layout.dp_sync == sched::DpSync::WeightAverage;
+  if (!weights) sum_sequence_parallel_gradients(a);
   std::vector<torch::Tensor> tensors;
   for (torch::Tensor& p : stages_.at(a.stage).module->parameters()) {
     if (!weights && !p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);

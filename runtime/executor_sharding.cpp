@@ -51,6 +51,7 @@ void Executor::reshard(const sched::Action& a) {
 }
 
 void Executor::reduce_gradients(const sched::Action& a) {
+  sum_sequence_parallel_gradients(a);
   ZeroStage& zero = zero_of(a);
   const std::string what = sched::to_string(a);
   const double start = clock_.now();
@@ -81,7 +82,8 @@ std::vector<int> Executor::dp_peers() const {
   const sched::Layout& layout = schedule_.layout;
   std::vector<int> peers;
   for (int d = 0; d < layout.dp; ++d)
-    if (d != layout.dp_index(rank_)) peers.push_back(layout.rank(d, layout.pipeline_rank(rank_)));
+    if (d != layout.dp_index(rank_))
+      peers.push_back(process_of(layout.rank(d, layout.pipeline_rank(rank_))));
   return peers;
 }
 

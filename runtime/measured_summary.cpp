@@ -1,5 +1,6 @@
 #include "runtime/measured_summary.hpp"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -37,14 +38,20 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   const int world_size = layout.world_size();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0), model_states(world_size, 0);
+  // A schedule rank's timeline is its first tensor-parallel member's (the members run the
+  // same actions together); its memory the largest member's.
   for (int rank = 0; rank < world_size; ++rank) {
-    const std::vector<uint8_t> data = store.get("events/" + std::to_string(rank));
-    const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
-    peak[rank] = doc["peak_memory_bytes"].get<double>();
-    model_states[rank] = doc["model_state_bytes"].get<double>();
-    for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
-      e.rank = rank;
-      events.push_back(e);
+    for (int member = 0; member < layout.tp; ++member) {
+      const std::vector<uint8_t> data =
+          store.get("events/" + std::to_string(layout.process(rank, member)));
+      const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
+      peak[rank] = std::max(peak[rank], doc["peak_memory_bytes"].get<double>());
+      model_states[rank] = std::max(model_states[rank], doc["model_state_bytes"].get<double>());
+      if (member > 0) continue;
+      for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
+        e.rank = rank;
+        events.push_back(e);
+      }
     }
   }
   end_sends_at_receipt(events, layout);

@@ -25,15 +25,17 @@ struct StageState {
   torch::optim::AdamW& current_optimizer() { return zero ? zero->optimizer() : *optimizer; }
 };
 
-/// The stages the layout places on `rank` (stage s runs on pipeline rank s mod pp), built from
-/// the scenario's seed so that any layout starts from the same weights, each with an AdamW
-/// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole
-/// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage).
 /// Bytes `stage` holds now for its model states: its parameters' and gradients' storages and
 /// its AdamW state tensors (ZeroStage::model_state_bytes under ZeRO).
 std::size_t model_state_bytes(const StageState& stage);
 
+/// The stages the layout places on schedule rank `rank` (stage s runs on pipeline rank s mod
+/// pp), as member `tp` of its tensor-parallel group (size 1: none), built from the scenario's
+/// seed so that any layout starts from the same weights, each with an AdamW optimizer (lr from
+/// training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole stage or, when
+/// layout.zero > 0, over this rank's shard of it (ZeroStage).
 std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
-                                           const sched::Layout& layout, int rank);
+                                           const sched::Layout& layout, int rank,
+                                           const nn::TensorParallelGroup& tp = {});
 
 }  // namespace dtwin::rt

@@ -96,7 +96,7 @@ void append_digests(const std::string& output_dir, int64_t step, int rank,
 // there is none); rank 0 says which one, and which newer ones it passed over and why.
 int64_t resume(const std::string& output_dir, const sched::Layout& layout, int rank,
                std::map<int, StageState>& stages) {
-  const CheckpointChoice choice = latest_checkpoint(output_dir, layout.num_stages());
+  const CheckpointChoice choice = latest_checkpoint(output_dir, layout.num_stages(), layout.tp);
   if (rank == 0) {
     for (const std::string& why : choice.skipped) std::printf("resume: skipping %s\n", why.c_str());
     if (choice.steps_done)
@@ -108,7 +108,7 @@ int64_t resume(const std::string& output_dir, const sched::Layout& layout, int r
     std::fflush(stdout);
   }
   if (!choice.steps_done) return 0;
-  load_checkpoint(output_dir, *choice.steps_done, stages);
+  load_checkpoint(output_dir, *choice.steps_done, stages, layout.tp_index(rank), layout.tp);
   return *choice.steps_done;
 }
 
@@ -122,17 +122,20 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   torch::manual_seed(scenario.training.seed);
 
   const CostModel cost(scenario);
-  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, env.rank);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s);
   const RunClock clock(comm.origin());
+  const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
+  const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
+                                   scenario.layout.sequence_parallel};
+  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, rank, tp);
 
   arm_fault_injection(env.rank);
   const int64_t first_step =
       options.resume ? resume(options.output_dir, layout, env.rank, stages) : 0;
-  const int replica = layout.dp_index(env.rank);
-  const bool last_stage = layout.pipeline_rank(env.rank) == layout.pp - 1;
-  const bool reporter = last_stage && replica == 0;
+  const int replica = layout.dp_index(rank);
+  const bool last_stage = layout.pipeline_rank(rank) == layout.pp - 1;
+  const bool reporter = last_stage && replica == 0 && tp_index == 0;
   const double tokens_per_step =
       double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
   std::optional<Progress> progress;
@@ -155,7 +158,8 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     const bool checkpoint = final_step || (every > 0 && (step + 1) % every == 0);
     if (options.digests || checkpoint) executor.gather_all_parameters();
     if (options.digests) append_digests(options.output_dir, step, env.rank, stages);
-    if (replica == 0 && checkpoint) save_checkpoint(options.output_dir, step + 1, stages);
+    if (replica == 0 && checkpoint)
+      save_checkpoint(options.output_dir, step + 1, stages, tp_index, layout.tp);
     if (options.digests || checkpoint) executor.release_all_parameters();
   }
 
@@ -167,7 +171,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, cost, options.output_dir);
   // Rank 0 may host the store: it leaves last.
   comm.store().add("finished", 1);
-  while (env.rank == 0 && comm.store().add("finished", 0) < layout.world_size())
+  while (env.rank == 0 && comm.store().add("finished", 0) < layout.process_count())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return 0;
 }

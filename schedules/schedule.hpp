@@ -47,8 +47,11 @@ inline constexpr NameTable<ScheduleKind, 4> kScheduleKindNames{{{
     {"zb-h1", ScheduleKind::ZbH1},
 }}};
 
-/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. Global ranks put the
-/// pipeline dimension outermost, as Megatron-LM and torchtitan do: rank = pipeline_rank*dp + dp.
+/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. A schedule rank puts
+/// the pipeline dimension outermost, as Megatron-LM and torchtitan do: rank = pipeline_rank*dp +
+/// dp. Each schedule rank is a tensor-parallel group of tp processes (GPUs) that run its actions
+/// together on their shards; processes are ordered tp innermost, then dp, then pp (Megatron-LM's
+/// order): process = rank*tp + tp_index.
 struct Layout {
   int dp = 1;
   int pp = 1;
@@ -59,9 +62,17 @@ struct Layout {
   /// the optimizer state (and gradients), 3 also the parameters (FSDP full sharding). Needs
   /// dp_sync all-reduce when above 0.
   int zero = 0;
+  /// Tensor-parallel members per schedule rank.
+  int tp = 1;
 
   int num_stages() const { return pp * virtual_stages; }
+  /// Schedule ranks (action lists): dp*pp.
   int world_size() const { return dp * pp; }
+  /// Processes that execute the schedule: dp*pp*tp.
+  int process_count() const { return world_size() * tp; }
+  int schedule_rank(int process) const { return process / tp; }
+  int tp_index(int process) const { return process % tp; }
+  int process(int schedule_rank, int tp_index) const { return schedule_rank * tp + tp_index; }
   int pipeline_rank_of_stage(int stage) const { return stage % pp; }
   int pipeline_rank(int rank) const { return rank / dp; }
   int dp_index(int rank) const { return rank % dp; }
