@@ -233,13 +233,25 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
     for (const std::string& set :
          {std::string("runtime.device=cuda"), std::string("runtime.backend=nccl"),
           std::string("training.precision=bf16"), std::string("model.family=gpt2"),
-          std::string("layout.tp=2 --set cluster.ranks_per_device=6"),
+          std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
+                      "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),
           std::string("layout.overlap_grad_reduce=true")}) {
       const Result result = run_dtwin(command + kQuickstart + " --set " + set);
       INFO(command << set << "\n" << result.output);
       CHECK(result.exit_code == 2);
       CHECK_THAT(result.output, Catch::Contains(set.substr(0, set.find('='))));
     }
+}
+
+TEST_CASE("train refuses a tensor-parallel size that does not divide the model, with exit 2") {
+  const std::string out = "train-tp4";
+  std::filesystem::remove_all(out);
+  const Result result = run_dtwin("train " + kQuickstart +
+                                  " --set layout.tp=4 --set cluster.ranks_per_device=12 -o " + out);
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Catch::Contains("model.n_heads (6) to be a multiple of layout.tp (4)"));
+  CHECK_FALSE(std::filesystem::exists(out));  // before any rank starts
 }
 
 TEST_CASE("dtwin hands run, profile and train to dtwin-runtime, without loading LibTorch itself") {

@@ -116,6 +116,7 @@ TEST_CASE("malformed torchrun variables exit 2 naming the variable before any re
   const auto [env, message] = GENERATE_COPY(values<Case>({
       {with("RANK=one"), "RANK: expected an integer >= 0, got 'one'"},
       {with("RANK=2"), "RANK: expected < WORLD_SIZE (2), got '2'"},
+      {with("WORLD_SIZE=4"), "WORLD_SIZE: expected 2 (dp*pp*tp of"},
       {with("MASTER_PORT=70000"), "MASTER_PORT: expected an integer in 1..65535, got '70000'"},
       {with("MASTER_ADDR="), "MASTER_ADDR: expected with RANK set"},
       {with("GLOO_SOCKET_IFNAME=lo,nope0"),

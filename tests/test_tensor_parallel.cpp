@@ -1,15 +1,20 @@
 // Megatron's tensor-parallel blocks (models/tensor_parallel.hpp) on a real Gloo group of two
 // threads against the same computation unsharded: a column-parallel then row-parallel SwiGLU
 // between f and g, the vocabulary-parallel embedding and the vocabulary-parallel cross-entropy
-// give the unsharded outputs, and each shard's gradient is its slice of the unsharded gradient.
+// give the unsharded outputs, and each shard's gradient is its slice of the unsharded gradient;
+// so does a whole LLaMA stage module split over the group, with and without sequence
+// parallelism.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <mutex>
 
+#include "models/param_init.hpp"
+#include "models/stage_module.hpp"
 #include "models/tensor_parallel.hpp"
 #include "runtime/process_groups.hpp"
+#include "tests/tiny_llama.hpp"
 
 using namespace dtwin;
 
@@ -110,5 +115,50 @@ TEST_CASE("the vocabulary-parallel embedding and cross-entropy equal the unshard
   for (size_t i = 0; i < ok.size(); ++i) {
     CAPTURE(i);
     CHECK(ok[i]);
+  }
+}
+
+TEST_CASE(
+    "a LLaMA stage split over tp=2 gives the unsplit loss and gradient slices, also with "
+    "sequence parallelism") {
+  const ModelSpec spec = test::tiny_llama();
+  const torch::Tensor ids = test::random_tokens(2, spec.seq_len, spec.vocab_size, 3);
+  const torch::Tensor targets = test::random_tokens(2, spec.seq_len, spec.vocab_size, 4);
+  nn::StageModule whole(spec, 0, spec.n_layers, true, true, 5);
+  const torch::Tensor loss = whole.forward(ids, targets);
+  loss.backward();
+  const auto grads = test::snapshot(whole, true);
+  for (const bool sequence_parallel : {false, true}) {
+    CAPTURE(sequence_parallel);
+    std::mutex m;
+    std::vector<std::pair<std::string, bool>> ok;
+    on_group([&](const nn::TensorParallelGroup& group) {
+      nn::TensorParallelGroup tp = group;
+      tp.sequence_parallel = sequence_parallel;
+      nn::StageModule member(spec, 0, spec.n_layers, true, true, 5, torch::kCPU, torch::kFloat32,
+                             Recompute::None, tp);
+      const torch::Tensor l = member.forward(ids, targets);
+      l.backward();
+      // Under sequence parallelism each member's norm gradients cover its half of the sequence.
+      if (sequence_parallel)
+        for (const torch::Tensor& p : member.replicated_parameters()) {
+          std::vector<torch::Tensor> g{p.grad()};
+          tp.backend->allreduce(g)->wait();
+        }
+      const std::lock_guard<std::mutex> lock(m);
+      ok.emplace_back("loss", close(l, loss));
+      for (const auto& item : member.named_parameters()) {
+        const std::optional<int> dim = nn::tensor_parallel_dim(item.key());
+        const torch::Tensor& want = grads.at(item.key());
+        const int64_t size = dim ? item.value().size(*dim) : 0;
+        ok.emplace_back(item.key(), close(item.value().grad(),
+                                          dim ? want.narrow(*dim, tp.rank * size, size) : want));
+      }
+    });
+    REQUIRE(ok.size() == kT * (1 + grads.size()));
+    for (const auto& [what, equal] : ok) {
+      CAPTURE(what);
+      CHECK(equal);
+    }
   }
 }

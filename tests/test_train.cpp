@@ -35,11 +35,12 @@ const std::string kSmallModel =
 const std::string kSmall = kSmallModel + " --data-dir " + kDataDir;
 
 std::string layout_args(int dp, int pp, int m, const std::string& schedule, int v = 1,
-                        const std::string& sync = "allreduce") {
+                        const std::string& sync = "allreduce", int tp = 1) {
   return " --set layout.dp=" + std::to_string(dp) + " --set layout.pp=" + std::to_string(pp) +
+         " --set layout.tp=" + std::to_string(tp) +
          " --set layout.microbatches=" + std::to_string(m) + " --set layout.schedule=" + schedule +
          " --set layout.virtual_stages=" + std::to_string(v) + " --set layout.dp_sync=" + sync +
-         " --set cluster.ranks_per_device=" + std::to_string(dp * pp);
+         " --set cluster.ranks_per_device=" + std::to_string(dp * pp * tp);
 }
 
 // model_state_bytes of every rank in DIR/FILE (measured.summary.json or predicted.summary.json).
@@ -159,6 +160,33 @@ TEST_CASE("ZeRO 3 under pipelines: dp=2 x pp=2 with 1F1B and ZB-H1 train the sin
   }
 }
 
+TEST_CASE(
+    "tensor parallelism trains the single-rank model: tp=2 with and without sequence "
+    "parallelism, each member holding the predicted model states") {
+  const std::string tp2 = layout_args(1, 1, 4, "1f1b", 1, "allreduce", 2);
+  for (const char* sequence_parallel : {"false", "true"}) {
+    CAPTURE(sequence_parallel);
+    const std::string args = tp2 + " --set layout.sequence_parallel=" + sequence_parallel;
+    const Trained trained = train_run(std::string("tp2-sp-") + sequence_parallel, args);
+    check_equal(trained.losses);
+    // Half the weights, gradients and AdamW state of the single rank's (the norm weights,
+    // 0.1% of them, are whole on both members), as the simulator predicts per GPU.
+    const std::vector<double> predicted = predicted_model_states("tp2", args);
+    REQUIRE(predicted.size() == trained.model_states.size());
+    for (size_t r = 0; r < predicted.size(); ++r)
+      CHECK(trained.model_states[r] == Approx(predicted[r]).epsilon(0.1));
+  }
+}
+
+TEST_CASE("dp=2 x tp=2 x pp=2 (8 processes) trains the single-rank model with 1F1B and ZB-H1",
+          "[threads]") {
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    check_equal(train(std::string("dp2-tp2-pp2-") + schedule,
+                      layout_args(2, 2, 2, schedule, 1, "allreduce", 2)));
+  }
+}
+
 TEST_CASE("recomputation, selective and full, trains the single-rank model: pp=3 1F1B and ZB-H1") {
   for (const char* recompute : {"selective", "full"})
     for (const char* schedule : {"1f1b", "zb-h1"}) {
@@ -206,21 +234,29 @@ TEST_CASE("weight-average keeps every replica's weights identical after each ste
   }
 }
 
-TEST_CASE("resume from a checkpoint reproduces the uninterrupted run exactly") {
-  const std::string args = layout_args(1, 3, 4, "1f1b") + " --set training.checkpoint_every=2";
-  const std::vector<double> full = train("resume-full", args + " --set training.steps=4");
-  const std::string dir = "train-resume-split";
-  std::filesystem::remove_all(dir);
-  auto first =
-      run_dtwin("train " + kQuickstart + kSmall + args + " --set training.steps=2 -o " + dir);
-  REQUIRE(first.exit_code == 0);
-  auto second = run_dtwin("train " + kQuickstart + kSmall + args +
-                          " --set training.steps=4 --resume -o " + dir);
-  INFO(second.output);
-  REQUIRE(second.exit_code == 0);
-  CHECK_THAT(second.output, Catch::Contains("step 3/4"));
-  CHECK_THAT(second.output, !Catch::Contains("step 1/4"));
-  CHECK(losses(dir) == full);
+TEST_CASE(
+    "resume from a checkpoint reproduces the uninterrupted run exactly: pp=3, and tp=2 x "
+    "pp=2 from its members' shards") {
+  const std::vector<std::pair<std::string, std::string>> layouts{
+      {"pp3", layout_args(1, 3, 4, "1f1b")},
+      {"tp2-pp2", layout_args(1, 2, 4, "1f1b", 1, "allreduce", 2)}};
+  for (const auto& [name, layout] : layouts) {
+    CAPTURE(name);
+    const std::string args = layout + " --set training.checkpoint_every=2";
+    const std::vector<double> full = train("resume-full-" + name, args + " --set training.steps=4");
+    const std::string dir = "train-resume-split-" + name;
+    std::filesystem::remove_all(dir);
+    auto first =
+        run_dtwin("train " + kQuickstart + kSmall + args + " --set training.steps=2 -o " + dir);
+    REQUIRE(first.exit_code == 0);
+    auto second = run_dtwin("train " + kQuickstart + kSmall + args +
+                            " --set training.steps=4 --resume -o " + dir);
+    INFO(second.output);
+    REQUIRE(second.exit_code == 0);
+    CHECK_THAT(second.output, Catch::Contains("step 3/4"));
+    CHECK_THAT(second.output, !Catch::Contains("step 1/4"));
+    CHECK(losses(dir) == full);
+  }
 }
 
 TEST_CASE(

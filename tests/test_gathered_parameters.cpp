@@ -1,0 +1,138 @@
+// Sharded training ends with the single-rank run's parameters: ZeRO 3 gathers them over the
+// data-parallel group into its checkpoint, and tensor parallelism saves each member's shards,
+// which put together along their split dimension (tensor_parallel_dim) give the whole model.
+// Real processes through `dtwin train`; the checkpoints are loaded back into LibTorch modules.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "models/param_init.hpp"
+#include "models/scenario_loader.hpp"
+#include "models/stage_module.hpp"
+#include "tests/run_process.hpp"
+
+namespace {
+
+using Parameters = std::map<std::string, torch::Tensor>;
+
+const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+const std::vector<std::string> kSmall{"model.d_model=64",     "model.n_heads=4",
+                                      "model.ffn_hidden=128", "model.seq_len=64",
+                                      "training.steps=3",     "training.precision=fp32"};
+
+std::vector<std::string> with(std::vector<std::string> sets, const std::vector<std::string>& more) {
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+// Trains the small model with `layout` overrides into a fresh folder; returns the folder.
+std::string train(const std::string& name, const std::vector<std::string>& layout) {
+  const std::string dir = "gathered-params-" + name + "-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::string args = "train " + kQuickstart + " --data-dir " + DTWIN_DATA_DIR + " -o " + dir;
+  for (const std::string& set : with(kSmall, layout)) args += " --set " + set;
+  const auto result = dtwin::test::run_dtwin(args);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  return dir;
+}
+
+// Every parameter of the whole model, by global name, from DIR's step-3 checkpoint of the run
+// with `layout`: each stage's file, and with tp > 1 each member's, whose shards are put together
+// along their split dimension (a norm weight is taken from member 0 and must equal the others').
+Parameters checkpointed(const std::string& dir, const std::vector<std::string>& layout) {
+  const dtwin::Scenario scenario = dtwin::load_scenario(kQuickstart, with(kSmall, layout));
+  const dtwin::CostModel cost(scenario);
+  const int tp = scenario.layout.tp;
+  std::map<std::string, std::vector<torch::Tensor>> shards;
+  for (int s = 0; s < scenario.layout.pp * scenario.layout.virtual_stages; ++s) {
+    for (int member = 0; member < tp; ++member) {
+      const dtwin::nn::TensorParallelGroup group{nullptr, member, tp,
+                                                 scenario.layout.sequence_parallel};
+      auto module = std::make_shared<dtwin::nn::StageModule>(scenario, cost.stage(s), torch::kCPU,
+                                                             torch::kFloat32, group);
+      const std::string file =
+          "stage-" + std::to_string(s) + (tp > 1 ? ".tp-" + std::to_string(member) : "") + ".pt";
+      torch::load(module, dir + "/checkpoints/step-3/" + file);
+      for (const auto& p : module->named_parameters()) shards[p.key()].push_back(p.value());
+    }
+  }
+  Parameters whole;
+  for (const auto& [name, parts] : shards) {
+    CAPTURE(name);
+    const std::optional<int> dim = dtwin::nn::tensor_parallel_dim(name);
+    if (!dim || tp == 1) {
+      for (const torch::Tensor& part : parts) CHECK(torch::equal(part, parts[0]));
+      whole[name] = parts[0];
+    } else {
+      whole[name] = torch::cat(parts, *dim);
+    }
+  }
+  return whole;
+}
+
+// `gathered` holds every parameter of the single-rank run's checkpoint, and training moved them
+// from their initial values: `exact`, every element within 1e-6; else (tensor parallelism, whose
+// split GEMMs and all-reduces sum in another order) 99.5% of each tensor within 1e-6 and every
+// element within 1e-4.
+void check_single_rank_parameters(const Parameters& gathered, bool exact) {
+  const std::vector<std::string> single{"layout.dp=1", "layout.pp=1", "layout.microbatches=4",
+                                        "cluster.ranks_per_device=1"};
+  static const std::string dir = train("single", single);
+  const Parameters expected = checkpointed(dir, single);
+  const dtwin::Scenario scenario = dtwin::load_scenario(kQuickstart, kSmall);
+  const dtwin::ModelSpec& m = scenario.model;
+  const auto initial = dtwin::nn::StageModule(m, 0, m.n_layers, true, true, scenario.training.seed)
+                           .named_parameters();
+  REQUIRE(gathered.size() == expected.size());
+  for (const auto& [name, want] : expected) {
+    CAPTURE(name);
+    REQUIRE(gathered.count(name) == 1);
+    REQUIRE(gathered.at(name).sizes() == want.sizes());
+    CHECK((want - initial[name]).abs().max().item<double>() > 1e-4);
+    const torch::Tensor diff = (gathered.at(name) - want).abs();
+    if (exact) {
+      CHECK(diff.max().item<double>() <= 1e-6);
+      continue;
+    }
+    // AdamW moves a weight by lr·m/(sqrt(v) + eps): where a gradient is near 0 (|g| <~ eps =
+    // 1e-8), a rounding difference d in it moves the weight by lr·d/eps (3e5·d at lr 3e-3), so
+    // when the split changes the order of the sums a few such weights differ by more than 1e-6.
+    // A misplaced or stale shard differs by the 0.02 scale of the weights.
+    CHECK((diff > 1e-6).to(torch::kDouble).mean().item<double>() <= 0.005);
+    CHECK(diff.max().item<double>() <= 1e-4);
+  }
+}
+
+void check_layout(const std::string& name, const std::vector<std::string>& layout, bool exact) {
+  const std::string dir = train(name, layout);
+  check_single_rank_parameters(checkpointed(dir, layout), exact);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO 3 over dp=2 gathers the single-rank run's parameters into its checkpoint") {
+  check_layout("zero3",
+               {"layout.dp=2", "layout.pp=1", "layout.microbatches=2", "cluster.ranks_per_device=2",
+                "layout.zero=3"},
+               true);
+}
+
+TEST_CASE(
+    "tensor parallelism's checkpoint shards put together give the single-rank run's "
+    "parameters: tp=2 with and without sequence parallelism, dp=2 x tp=2 x pp=2 ZB-H1") {
+  const std::vector<std::string> tp2{"layout.dp=1", "layout.pp=1", "layout.tp=2",
+                                     "layout.microbatches=4", "cluster.ranks_per_device=2"};
+  check_layout("tp2", tp2, false);
+  check_layout("tp2-sp", with(tp2, {"layout.sequence_parallel=true"}), false);
+  check_layout("3d",
+               {"layout.dp=2", "layout.pp=2", "layout.tp=2", "layout.microbatches=2",
+                "layout.schedule=zb-h1", "cluster.ranks_per_device=8"},
+               false);
+}
