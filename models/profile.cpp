@@ -20,8 +20,9 @@ using detail::Section;
 
 namespace {
 
-const std::vector<std::string> kStageKeys = {"forward_s", "backward_s", "input_backward_s",
-                                             "weight_backward_s", "optimizer_s"};
+const std::vector<std::string> kStageKeys = {"forward_s",         "backward_s",  "input_backward_s",
+                                             "weight_backward_s", "optimizer_s", "tp_forward_s",
+                                             "tp_backward_s"};
 
 /// The items of the sequence `field` as fields ("stages[2]"); `what` describes it for errors.
 std::vector<Field> items(const Origin& origin, const Field& field, const std::string& what,
@@ -46,6 +47,8 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
   st.input_backward = s.quantity("input_backward_s", Quantity::Latency, false);
   st.weight_backward = s.quantity("weight_backward_s", Quantity::Latency, false);
   st.optimizer = s.quantity("optimizer_s", Quantity::Latency, false);
+  s.quantity("tp_forward_s", Quantity::Latency, false, st.tp_forward);
+  s.quantity("tp_backward_s", Quantity::Latency, false, st.tp_backward);
   return st;
 }
 
@@ -240,6 +243,10 @@ void save_profile(const Profile& profile, const std::string& path) {
     out << YAML::Key << "input_backward_s" << YAML::Value << number(s.input_backward);
     out << YAML::Key << "weight_backward_s" << YAML::Value << number(s.weight_backward);
     out << YAML::Key << "optimizer_s" << YAML::Value << number(s.optimizer);
+    if (s.tp_forward > 0 || s.tp_backward > 0) {
+      out << YAML::Key << "tp_forward_s" << YAML::Value << number(s.tp_forward);
+      out << YAML::Key << "tp_backward_s" << YAML::Value << number(s.tp_backward);
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;

@@ -15,6 +15,8 @@
 //   stages:                        # one per stage, in stage order; seconds per microbatch
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
+//                                  # optional, tensor parallelism: tp_forward_s, tp_backward_s,
+//                                  # the collectives' part of F and of B or I
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   allreduce:
@@ -46,6 +48,10 @@ struct StageSeconds {
   double input_backward = 0;   ///< I, backward with respect to the inputs
   double weight_backward = 0;  ///< W, backward with respect to the weights
   double optimizer = 0;        ///< one rank's optimizer step (over its 1/dp shard under ZeRO)
+  /// With tensor parallelism, the part of `forward` and of a backward (B or I) that a member
+  /// spent in its group's collectives (waiting included); 0 without.
+  double tp_forward = 0;
+  double tp_backward = 0;
   bool operator==(const StageSeconds&) const = default;
 };
 

@@ -1,9 +1,23 @@
 #include "models/tensor_parallel.hpp"
 
+#include <chrono>
+
 #include "models/autograd_node.hpp"
 
 namespace dtwin::nn {
 namespace {
+
+thread_local double collective_seconds = 0;
+
+// Runs `collective` (posts a collective and returns its work), waits for it and adds the wall
+// time to this thread's collective_seconds.
+template <typename Post>
+void timed_collective(Post&& collective) {
+  const auto start = std::chrono::steady_clock::now();
+  collective()->wait();
+  collective_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Sums `t` over the group in place (an all-reduce of its contiguous storage) and returns it.
 torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
@@ -12,7 +26,7 @@ torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
   std::vector<torch::Tensor> buffers{t};
   c10d::AllreduceOptions options;
   options.reduceOp = op;
-  tp.backend->allreduce(buffers, options)->wait();
+  timed_collective([&] { return tp.backend->allreduce(buffers, options); });
   return t;
 }
 
@@ -23,7 +37,7 @@ torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallelGroup&
   std::vector<int64_t> sizes = shard.sizes().vec();
   sizes[0] *= tp.size;
   torch::Tensor whole = torch::empty(sizes, shard.options());
-  tp.backend->_allgather_base(whole, shard)->wait();
+  timed_collective([&] { return tp.backend->_allgather_base(whole, shard); });
   return whole.transpose(0, 1).contiguous();
 }
 
@@ -35,7 +49,7 @@ torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParall
   std::vector<int64_t> sizes = whole.sizes().vec();
   sizes[0] /= tp.size;
   torch::Tensor shard = torch::empty(sizes, whole.options());
-  tp.backend->_reduce_scatter_base(shard, whole)->wait();
+  timed_collective([&] { return tp.backend->_reduce_scatter_base(shard, whole); });
   return shard.transpose(0, 1).contiguous();
 }
 
@@ -66,6 +80,10 @@ torch::Tensor sequence_collective(const torch::Tensor& x, const TensorParallelGr
 }
 
 }  // namespace
+
+double tensor_parallel_seconds() {
+  return collective_seconds;
+}
 
 torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp) {
   return with_backward(

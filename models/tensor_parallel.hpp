@@ -24,6 +24,11 @@ struct TensorParallelGroup {
   bool sequence_parallel = false;
 };
 
+/// Wall seconds the calling thread has spent in the collectives below (from posting each to its
+/// completion) since it started: what a profile subtracts to split a pass into its compute and
+/// its tensor-parallel communication.
+double tensor_parallel_seconds();
+
 /// Megatron's f, before a column-parallel layer: returns x (sharing its storage); the backward
 /// sums the gradient over the group. Any shape.
 torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp);

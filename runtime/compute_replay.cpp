@@ -44,8 +44,8 @@ std::size_t last_level_cache_bytes() {
 // Writes twice the last-level cache's bytes, as the other ranks computing on the machine do
 // while this one waits: what this rank held in the caches is gone.
 void evict_caches() {
-  static std::vector<char> buffer(2 * last_level_cache_bytes());
-  static char round = 0;
+  static thread_local std::vector<char> buffer(2 * last_level_cache_bytes());
+  static thread_local char round = 0;
   std::memset(buffer.data(), ++round, buffer.size());
 }
 
@@ -60,8 +60,9 @@ bool follows_wait(const sched::ActionList& actions, std::size_t i) {
 // under ZeRO the first replica's ZeroStage, whose full parameters are gathered locally (every
 // replica's slice holds this one's values; the step's work does not depend on them).
 struct ReplayStage {
-  ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data)
-      : run(scenario, cost, data) {
+  ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data,
+              const nn::TensorParallelGroup& tp)
+      : run(scenario, cost, data, tp) {
     const torch::optim::AdamWOptions options =
         torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1);
     const LayoutSpec& l = scenario.layout;
@@ -102,13 +103,13 @@ struct ReplayStage {
 
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
-                             int warmup, int steps) {
+                             int warmup, int steps, const nn::TensorParallelGroup& tp) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
   std::map<int, ReplayStage> stages;
   for (const Action& a : actions)
     if (sched::is_compute(a.kind) || a.kind == ActionKind::OPTIM)
-      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data);
+      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp);
   ActionSeconds seconds;
   for (int step = -warmup; step < steps; ++step) {
     std::map<std::pair<int, int>, torch::Tensor> outputs;

@@ -8,6 +8,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/scenario.hpp"
+#include "models/tensor_parallel.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "schedules/schedule.hpp"
 
@@ -24,10 +25,12 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 /// step of the first replica's shard, as runtime/zero_stage.hpp runs it): each action
 /// meets the caches and heap that it meets in training, which timing it in isolation right after
 /// its own F would not (a B then finds its activations in cache). Sends, receives and collectives
-/// are skipped; non-first stages take a random input. Throws std::logic_error if the schedule
-/// runs a backward or W before the F or I it needs.
+/// are skipped; non-first stages take a random input. As member `tp` of a tensor-parallel group
+/// (size > 1) the stages hold the member's shards and their passes run the group's collectives,
+/// so every member replays at once. Throws std::logic_error if the schedule runs a backward or W
+/// before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
-                             int warmup, int steps);
+                             int warmup, int steps, const nn::TensorParallelGroup& tp = {});
 
 }  // namespace dtwin::rt

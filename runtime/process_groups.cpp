@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <thread>
 
@@ -110,12 +111,20 @@ void run_as_thread_group(
   constexpr double kTimeout = 60;  // s
   auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
   std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(ranks);
   for (int rank = 0; rank < ranks; ++rank)
     threads.emplace_back([&, rank] {
-      auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
-      body(rank, make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
+      try {
+        auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
+        body(rank,
+             make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
+      } catch (...) {
+        errors[rank] = std::current_exception();
+      }
     });
   for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace dtwin::rt

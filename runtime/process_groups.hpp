@@ -51,7 +51,9 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
 
 /// Runs body(rank, group) on `ranks` threads of this process, each rank `rank` of one Gloo group
 /// `name` over loopback sockets and a TCPStore on a free port (measurements and tests that need
-/// a real group without processes); returns when every thread has.
+/// a real group without processes); returns when every thread has, rethrowing the first
+/// member's exception when a body threw (the others then fail their collectives with it, at the
+/// latest after 60 s).
 void run_as_thread_group(
     int ranks, const std::string& name,
     const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body);

@@ -14,6 +14,7 @@
 #include "runtime/concurrency_probe.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/median.hpp"
+#include "runtime/process_groups.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
 
@@ -28,12 +29,14 @@ double timed(Body&& body) {
   return wall_seconds() - start;
 }
 
-// Times F, B, I, W and the optimizer step of one stage, one microbatch at a time. As in
-// training, the gradients accumulate over layout.microbatches microbatches before the optimizer
-// step and zero_grad, so that only the first backward of a step allocates them.
+// Times F, B, I, W and the optimizer step of one stage, one microbatch at a time, and the
+// tensor-parallel collectives inside F and B (as member `tp` of its group). As in training, the
+// gradients accumulate over layout.microbatches microbatches before the optimizer step and
+// zero_grad, so that only the first backward of a step allocates them.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
-                           const TokenDataset& data, const ProfileOptions& options) {
-  StageRun run(scenario, cost.stage(s), data);
+                           const TokenDataset& data, const ProfileOptions& options,
+                           const nn::TensorParallelGroup& tp) {
+  StageRun run(scenario, cost.stage(s), data, tp);
   torch::optim::AdamW optimizer(run.module->parameters(),
                                 torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
   const auto optimizer_step = [&] {
@@ -43,11 +46,14 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
     });
   };
   const int microbatches = scenario.layout.microbatches;
-  std::vector<double> f, b, in, w, opt;
+  std::vector<double> f, b, in, w, opt, tp_f, tp_b;
   for (int i = -options.warmup; i < options.repeats; ++i) {
     torch::Tensor out;
+    const double tp_start = nn::tensor_parallel_seconds();
     const double forward = timed([&] { out = run.forward(); });
+    const double tp_forward_end = nn::tensor_parallel_seconds();
     const double backward = timed([&] { run.backward(out); });
+    const double tp_backward_end = nn::tensor_parallel_seconds();
     out = run.forward();
     nn::WeightGradStash stash;
     const double input_backward = timed([&] {
@@ -60,12 +66,14 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
     if (i < 0) continue;
     f.push_back(forward);
     b.push_back(backward);
+    tp_f.push_back(tp_forward_end - tp_start);
+    tp_b.push_back(tp_backward_end - tp_forward_end);
     in.push_back(input_backward);
     w.push_back(weight_backward);
     if (step_ends) opt.push_back(step);
   }
   if (opt.empty()) opt.push_back(optimizer_step());
-  return {median(f), median(b), median(in), median(w), median(opt)};
+  return {median(f), median(b), median(in), median(w), median(opt), median(tp_f), median(tp_b)};
 }
 
 // Replaces the stages' figures by the medians of their actions replayed in the schedule's order
@@ -73,12 +81,13 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 // options.repeats microbatches of each, after one untimed step.
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
-                               const ProfileOptions& options, std::vector<StageSeconds>& stages) {
+                               const ProfileOptions& options, const nn::TensorParallelGroup& tp,
+                               std::vector<StageSeconds>& stages) {
   const int microbatches = schedule.layout.microbatches;
   const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   for (int p = 0; p < schedule.layout.pp; ++p) {
     const ActionSeconds replayed =
-        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps);
+        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = median(seconds);
@@ -100,6 +109,34 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
       }
     }
   }
+}
+
+// Every stage's compute seconds: timed alone, then in the schedule's order (options.schedule).
+// With layout.tp > 1 a tensor-parallel group's members compute together, on one thread each
+// over a Gloo group of this process: the seconds are member 0's, its shards' compute with the
+// group's collectives (Megatron's f and g, or the sequence-parallel gathers and scatters) and
+// the other members busy at the same time, as in training.
+std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostModel& cost,
+                                          const TokenDataset& data, const ProfileOptions& options) {
+  const auto measure = [&](const nn::TensorParallelGroup& tp) {
+    std::vector<StageSeconds> stages;
+    for (int s = 0; s < cost.num_stages(); ++s)
+      stages.push_back(measure_stage(scenario, cost, s, data, options, tp));
+    if (options.schedule)
+      measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, stages);
+    return stages;
+  };
+  const LayoutSpec& l = scenario.layout;
+  if (l.tp == 1) return measure({});
+  std::vector<StageSeconds> first_member;
+  const int threads = at::get_num_threads();
+  run_as_thread_group(
+      l.tp, "profile-tp", [&](int member, const c10::intrusive_ptr<c10d::Backend>& group) {
+        at::set_num_threads(threads);
+        std::vector<StageSeconds> stages = measure({group, member, l.tp, l.sequence_parallel});
+        if (member == 0) first_member = std::move(stages);
+      });
+  return first_member;
 }
 
 std::string host_name() {
@@ -127,10 +164,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
                     std::string(kRuntimeDeviceNames.name(scenario.runtime.device));
   const CostModel cost(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
-  for (int s = 0; s < cost.num_stages(); ++s)
-    profile.stages.push_back(measure_stage(scenario, cost, s, data, options));
-  if (options.schedule)
-    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, profile.stages);
+  profile.stages = measure_compute(scenario, cost, data, options);
   if (!options.probe_command.empty()) {
     ConcurrencyFigures figures =
         measure_concurrency(scenario, profile.stages, options.probe_command);
@@ -147,7 +181,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v9|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v10|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

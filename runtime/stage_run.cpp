@@ -2,14 +2,17 @@
 
 namespace dtwin::rt {
 
-StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data)
-    : stage(stage), module(std::make_shared<nn::StageModule>(scenario, stage)) {
+StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+                   const nn::TensorParallelGroup& tp)
+    : stage(stage),
+      module(std::make_shared<nn::StageModule>(scenario, stage, torch::kCPU, torch::kFloat32, tp)) {
   const ModelSpec& m = scenario.model;
   const int b = scenario.layout.micro_batch_size;
+  const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
   batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
   input = stage.has_embedding ? batch.inputs
-                              : torch::randn({b, m.seq_len, m.d_model}).requires_grad_(true);
-  grad = torch::randn({b, m.seq_len, m.d_model}) * 1e-3;
+                              : torch::randn({b, sequence, m.d_model}).requires_grad_(true);
+  grad = torch::randn({b, sequence, m.d_model}) * 1e-3;
 }
 
 torch::Tensor StageRun::forward() {

@@ -15,10 +15,13 @@ namespace dtwin::rt {
 
 /// Stage `stage` of `scenario` with one microbatch (layout.micro_batch_size sequences of
 /// model.seq_len tokens): real tokens on the first stage, random hidden states
-/// [micro_batch_size, seq_len, d_model] elsewhere, and a random output gradient of that shape
-/// for stages without the loss.
+/// [micro_batch_size, seq_len, d_model] elsewhere ([.., seq_len/tp, ..] under sequence
+/// parallelism), and a random output gradient of that shape for stages without the loss. With
+/// a tensor-parallel group `tp` of size > 1 the module is member tp.rank's shards, whose forward
+/// and backward run the group's collectives (every member must run the same passes).
 struct StageRun {
-  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data);
+  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+           const nn::TensorParallelGroup& tp = {});
 
   /// The stage's output: the loss on the last stage, else hidden states.
   torch::Tensor forward();

@@ -25,11 +25,17 @@ struct Node {
 };
 
 // The capacity of a device while n executions of `threads` threads each run on it, so that each
-// thread computes at speed / slowdown(n) (SimGrid's non-linear sharing: the callback returns the
-// capacity that max-min then shares among the n).
-sg4::NonLinearResourceCb measured_sharing(const Profile& profile, int threads, double speed) {
-  return [profile, threads, speed](double /*capacity*/, int n) {
-    return n * threads * speed / profile.concurrency_slowdown(std::max(n, 1));
+// thread computes at speed / slowdown (SimGrid's non-linear sharing: the callback returns the
+// capacity that max-min then shares among the n). Each execution is a schedule rank whose
+// `members` tensor-parallel processes share the device and compute together, and the profile
+// timed a rank's passes with its members busy: slowdown = concurrency(n·members) /
+// concurrency(members).
+sg4::NonLinearResourceCb measured_sharing(const Profile& profile, int threads, int members,
+                                          double speed) {
+  return [profile, threads, members, speed](double /*capacity*/, int n) {
+    const double slowdown = profile.concurrency_slowdown(std::max(n, 1) * members) /
+                            profile.concurrency_slowdown(members);
+    return n * threads * speed / slowdown;
   };
 }
 
@@ -45,7 +51,8 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const 
     sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores);
     if (profile && !profile->concurrency.empty())
       host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
-                               measured_sharing(*profile, threads_per_rank(scenario), speed));
+                               measured_sharing(*profile, threads_per_rank(scenario),
+                                                members_per_device(scenario), speed));
     host->seal();
     sg4::Link* link = duplex(zone, name + "-link", cluster.intra_node);
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,

@@ -83,12 +83,27 @@ double model_flops(const World& world, const Action& a) {
                  s.input_backward_flops, s.weight_backward_flops, s.optimizer_flops);
 }
 
-// Seconds of the communication inside a compute action: its tensor-parallel collectives and its
+// Seconds of the communication inside a compute action: its tensor-parallel collectives (unless
+// a profile measured them, as it times a tensor-parallel member's passes with its group) and its
 // offload transfers over the host link.
 double inner_comm_seconds(const World& world, const Action& a) {
   const StageCost& s = world.cost.stage(a.stage);
-  return of_kind(a.kind, s.tp_forward_s + s.host_pass_s, s.tp_input_backward_s + s.host_pass_s,
-                 s.tp_input_backward_s + s.host_pass_s, 0, s.host_optimizer_s);
+  const Profile* profile = world.options.profile;
+  const bool measured = profile && (profile->stages.at(a.stage).tp_forward > 0 ||
+                                    profile->stages.at(a.stage).tp_backward > 0);
+  const double forward = measured ? 0 : s.tp_forward_s;
+  const double input_backward = measured ? 0 : s.tp_input_backward_s;
+  return of_kind(a.kind, forward + s.host_pass_s, input_backward + s.host_pass_s,
+                 input_backward + s.host_pass_s, 0, s.host_optimizer_s);
+}
+
+// Seconds of a compute action's tensor-parallel collectives that the profile measured inside its
+// seconds (0 without a profile or tensor parallelism).
+double measured_tp_seconds(const World& world, const Action& a) {
+  const Profile* profile = world.options.profile;
+  if (!profile || a.kind == ActionKind::OPTIM) return 0;
+  const StageSeconds& s = profile->stages.at(a.stage);
+  return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
 }
 
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
@@ -100,15 +115,19 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   sg4::Host* host = world.platform.rank_hosts[rank];
   const auto seconds = known_seconds(world, a);
   const double collectives = share * inner_comm_seconds(world, a);
+  // A profiled pass holds its measured collectives: the rank waits in them off the cores, which
+  // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups).
+  const double measured_collectives = measured_tp_seconds(world, a);
   // FLOPs per thread: the rank's work split over its cores.
   const double members = world.platform.members_per_host;
-  const double work =
-      seconds ? *seconds * host->get_speed() : model_flops(world, a) * members / threads;
+  const double work = seconds ? (*seconds - measured_collectives) * host->get_speed()
+                              : model_flops(world, a) * members / threads;
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];
-  return collectives;
+  if (measured_collectives > 0) sg4::this_actor::sleep_for(share * measured_collectives);
+  return collectives + share * measured_collectives;
 }
 
 sim::Group dp_group(const World& world, int rank, int stage) {

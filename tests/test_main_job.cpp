@@ -40,14 +40,12 @@ TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can ex
       " --run 2 --run-steps 3 --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  CHECK_THAT(result.output, Catch::Contains("runtime: layout.tp"));  // dropped: not trainable
   std::ifstream csv(dir + "/plan.csv");
   std::string line;
   std::getline(csv, line);
   REQUIRE(line.ends_with(",measured_tokens_per_s"));
   int measured = 0;
   while (std::getline(csv, line)) {
-    CHECK(line.starts_with("1,"));  // tp 1: the runtime trains no tensor parallelism
     const std::string last = line.substr(line.rfind(',') + 1);
     if (!last.empty()) {
       ++measured;

@@ -117,7 +117,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   Profile p;
   p.machine = "node-7: nccl \"cuda\" # 8xH100";
   p.threads = 4;
-  p.stages = {StageSeconds{0.1, 1.0 / 3, 0.2, 2.0 / 3 - 0.2, 1e-5},
+  p.stages = {StageSeconds{0.1, 1.0 / 3, 0.2, 2.0 / 3 - 0.2, 1e-5, 0.04, 1.0 / 30},
               StageSeconds{123.456, 7e-7, 3.5e-7, 3.5e-7, 0}};
   p.p2p_latency = 2.5e-5;
   p.p2p_bandwidth = 12.5e9;
@@ -145,13 +145,15 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
     CHECK(load_profile(path) == p);
   }
   SECTION("equality looks at every measured field") {
-    const std::vector<std::function<void(Profile&)>> changes{[](Profile& q) { q.stages[1].weight_backward *= 2; },
-                                                             [](Profile& q) { q.allreduce_ranks = 2; },
-                                                             [](Profile& q) { q.concurrency.pop_back(); },
-                                                             [](Profile& q) { q.wake_delay.pop_back(); },
-                                                             [](Profile& q) { q.late_receive.pop_back(); },
-                                                             [](Profile& q) { q.allgather.pop_back(); },
-                                                             [](Profile& q) { q.reduce_scatter.clear(); }};
+    const std::vector<std::function<void(Profile&)>> changes{
+        [](Profile& q) { q.stages[1].weight_backward *= 2; },
+        [](Profile& q) { q.stages[0].tp_backward = 0; },
+        [](Profile& q) { q.allreduce_ranks = 2; },
+        [](Profile& q) { q.concurrency.pop_back(); },
+        [](Profile& q) { q.wake_delay.pop_back(); },
+        [](Profile& q) { q.late_receive.pop_back(); },
+        [](Profile& q) { q.allgather.pop_back(); },
+        [](Profile& q) { q.reduce_scatter.clear(); }};
     for (size_t i = 0; i < changes.size(); ++i) {
       CAPTURE(i);
       Profile q = back;

@@ -113,6 +113,34 @@ TEST_CASE("tensor-parallel all-reduces inside F: 2 per layer of 2(t-1)·T·d·by
   CHECK(x.at("F") == Approx((2 * layers + 1) * per_all_reduce * microbatches).epsilon(0.005));
 }
 
+TEST_CASE(
+    "a profile's measured tensor-parallel collectives replace the modelled ones, off the "
+    "cores that other groups then share") {
+  // Two tp=2 groups (dp 2) on one 2-core CPU; F takes 1 ms, 0.4 ms of it in its collectives.
+  // The profile timed F with the group's 2 members busy; with both groups computing the compute
+  // part runs concurrency(4)/concurrency(2) = 2 times slower, the collectives as measured.
+  const Scenario scenario =
+      data_parallel(2, {"layout.tp=2", "cluster.devices_per_node=1", "cluster.ranks_per_device=4",
+                        "cluster.device.cores=2"});
+  const std::vector<double> f = test::in_fresh_process([&] {
+    const CostModel cost(scenario);
+    Profile profile;
+    profile.concurrency = {1, 1, 1.5, 2};
+    profile.stages.assign(1, StageSeconds{1e-3, 2e-3, 1e-3, 1e-3, 0, 0.4e-3, 0.8e-3});
+    sim::SimOptions options;
+    options.profile = &profile;
+    const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, options);
+    std::vector<double> first_forward;  // seconds and exposed communication of rank 0's first F
+    for (const trace::TimedAction& e : result.events)
+      if (e.rank == 0 && e.action.kind == sched::ActionKind::F && first_forward.empty())
+        first_forward = {e.end - e.start, e.exposed_comm};
+    return first_forward;
+  });
+  REQUIRE(f.size() == 2);
+  CHECK(f[1] == Approx(0.4e-3).epsilon(0.005));
+  CHECK(f[0] == Approx(2 * 0.6e-3 + 0.4e-3).epsilon(0.005));
+}
+
 TEST_CASE("gradient buckets reduced during the last backward leave one bucket exposed") {
   // 4 buckets; each bucket's all-reduce (S/4/β at dp 2) is shorter than a quarter of the
   // backward, so only the last bucket's reduction is exposed.
