@@ -21,7 +21,7 @@ from net_hosts import NetHosts
 DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
 STEPS = sys.argv[2] if len(sys.argv) > 2 else "30"
 SCENARIOS = ["quickstart", "dp2", "pp3-gpipe", "hybrid-dp2-pp2", "pp2-interleaved", "pp3-zbh1",
-             "zero3-dp2"]
+             "zero3-dp2", "tp2", "3d-dp2-tp2-pp2"]
 OUT = "out/bench"
 
 
