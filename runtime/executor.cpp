@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "models/cost_model.hpp"
 #include "runtime/fault_injection.hpp"
 #include "schedules/transfer.hpp"
 
@@ -69,21 +70,37 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
                 {ActionKind::UNSHARD, &Executor::unshard},
                 {ActionKind::RESHARD, &Executor::reshard},
                 {ActionKind::REDUCE_GRAD, &Executor::reduce_gradients},
-                {ActionKind::OPTIM, &Executor::optimizer_step}} {}
+                {ActionKind::OPTIM, &Executor::optimizer_step}} {
+  const sched::Layout& layout = schedule.layout;
+  if (!scenario.layout.overlap_grad_reduce || layout.dp == 1) return;
+  const sched::ActionList& actions = schedule.ranks.at(rank_);
+  for (std::size_t i = 0; i < actions.size(); ++i)
+    if (actions[i].kind == ActionKind::B || actions[i].kind == ActionKind::W)
+      last_gradient_[actions[i].stage] = i;
+  const double bucket_elements = CostModel(scenario).bucket_params();
+  for (auto& [stage, state] : stages_)
+    buckets_[stage] =
+        std::make_unique<GradientBuckets>(state.module->parameters(), bucket_elements);
+}
 
 Executor::StepResult Executor::run_step(int64_t step) {
   step_ = step;
   events_.clear();
   loss_sum_ = 0;
   loss_count_ = 0;
-  for (const Action& a : schedule_.ranks.at(rank_)) {
+  const sched::ActionList& actions = schedule_.ranks.at(rank_);
+  for (std::size_t index = 0; index < actions.size(); ++index) {
+    const Action& a = actions[index];
     auto handler = handlers_.find(a.kind);
     if (handler == handlers_.end())
       throw std::logic_error("no handler for action " + sched::to_string(a));
     exposed_ = 0;
     inject_fault(sched::kind_name(a.kind), step + 1);
     const double start = clock_.now();
+    arm_buckets(a, index);
     (this->*handler->second)(a);
+    if (buckets_.count(a.stage) && buckets_.at(a.stage)->armed())
+      buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused parameters
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
   }
   // Gloo completes a send only when its sender waits for it, so the sends are waited for here,

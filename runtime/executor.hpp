@@ -19,6 +19,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/gradient_buckets.hpp"
 #include "runtime/rank_model.hpp"
 #include "schedules/schedule.hpp"
 #include "trace/timeline.hpp"
@@ -44,7 +45,9 @@ class Executor {
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
   /// group; B (or I then W) runs the backward of loss/m; ALLREDUCE applies the layout's dp_sync
-  /// on the DP group; UNSHARD, RESHARD and REDUCE_GRAD gather, release and reduce-scatter the
+  /// on the DP group (with layout.overlap_grad_reduce it waits for the gradient buckets that the
+  /// stage's last B or W posted as their gradients completed, runtime/gradient_buckets.hpp);
+  /// UNSHARD, RESHARD and REDUCE_GRAD gather, release and reduce-scatter the
   /// ZeRO shards (executor_sharding.cpp); OPTIM steps AdamW (on the shard under ZeRO). Throws
   /// std::logic_error for a kind without handler or when an action needs a module or tensor this
   /// rank does not hold (the message names the rank, the action and what is missing), and RankLost
@@ -74,6 +77,10 @@ class Executor {
   void send(const sched::Action& a);
   void receive(const sched::Action& a);
   void dp_sync(const sched::Action& a);
+  /// ALLREDUCE under overlap_grad_reduce: waits for a's stage's buckets.
+  void finish_buckets(const sched::Action& a);
+  /// Arms a's stage's buckets when `index` is its last B or W (posting on the DP group).
+  void arm_buckets(const sched::Action& a, std::size_t index);
   void optimizer_step(const sched::Action& a);
   void unshard(const sched::Action& a);
   void reshard(const sched::Action& a);
@@ -134,6 +141,10 @@ class Executor {
   std::map<Key, torch::Tensor> input_grads_;  // gradient of (stage, mb)'s input, for SEND_B
   std::map<Key, nn::WeightGradStash> stashes_;
   std::set<int> tp_summed_;  // stages whose sequence-parallel gradients were summed this step
+  // layout.overlap_grad_reduce: each stage's gradient buckets, armed for the stage's last B or
+  // W in the rank's list (the index of that action).
+  std::map<int, std::unique_ptr<GradientBuckets>> buckets_;
+  std::map<int, std::size_t> last_gradient_;
   struct PendingSend {
     Works works;
     std::vector<torch::Tensor> message;  // kept alive until the works complete

@@ -30,6 +30,10 @@ void Executor::dp_sync(const sched::Action& a) {
   const std::vector<int> peers = dp_peers();
 
   const bool weights = layout.dp_sync == sched::DpSync::WeightAverage;
+  if (buckets_.count(a.stage)) {
+    finish_buckets(a);
+    return;
+  }
   if (!weights) sum_sequence_parallel_gradients(a);
   std::vector<torch::Tensor> tensors;
   for (torch::Tensor& p : stages_.at(a.stage).module->parameters()) {
@@ -73,6 +77,27 @@ void Executor::dp_sync(const sched::Action& a) {
   const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, last_arrival));
   unflatten(flat.narrow(0, 0, numel) / dp, tensors);
+}
+
+void Executor::arm_buckets(const sched::Action& a, std::size_t index) {
+  auto last = last_gradient_.find(a.stage);
+  if (last == last_gradient_.end() || last->second != index) return;
+  const sched::Action reduction{a.stage, sched::ActionKind::ALLREDUCE};
+  const std::vector<int> peers = dp_peers();
+  buckets_.at(a.stage)->arm([this, reduction, peers](std::vector<torch::Tensor>& buffers) {
+    return comm_.post(sched::to_string(reduction), peers,
+                      [&] { return comm_.data_parallel().allreduce(buffers); });
+  });
+}
+
+void Executor::finish_buckets(const sched::Action& a) {
+  const std::vector<int> peers = dp_peers();
+  const double start = clock_.now();
+  buckets_.at(a.stage)->finish([&](const auto& work) { wait(work, a, peers); },
+                               schedule_.layout.dp);
+  exposed_ = clock_.now() - start;
+  // Summing over the tensor-parallel group commutes with the mean over replicas.
+  sum_sequence_parallel_gradients(a);
 }
 
 }  // namespace dtwin::rt

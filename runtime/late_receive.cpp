@@ -1,5 +1,7 @@
 #include "runtime/late_receive.hpp"
 
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <vector>
 

@@ -11,8 +11,9 @@
 
 namespace dtwin::rt {
 
-/// Reads "events/<rank>" ({peak_memory_bytes, model_state_bytes, trace}) of every rank of the
-/// schedule's `layout` from `store` (waiting for each), and writes OUT/measured.trace.json (all
+/// Reads "events/<process>" ({peak_memory_bytes, model_state_bytes, trace}) of every process of
+/// the schedule's `layout` from `store` (waiting for each; a schedule rank's events are its
+/// tensor-parallel member 0's, its memory figures its largest member's), and writes OUT/measured.trace.json (all
 /// steps) and OUT/measured.summary.json (the simulator's keys, averaged over the steps after the
 /// first; tokens_per_s and MFU from the scenario's global batch, peak_flops and device count; peak
 /// memory = the rank's peak bytes of live tensors, runtime/peak_memory.hpp; model states = the most

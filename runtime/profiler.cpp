@@ -181,7 +181,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v10|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v11|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
@@ -192,7 +192,9 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::string(kBackendNames.name(scenario.runtime.backend)) + "|" +
       std::to_string(scenario.runtime.threads) + "|" + std::to_string(scenario.world_size()) + "|" +
       std::to_string(scenario.cluster.ranks_per_device) + "|" +
-      std::string(kAttentionNames.name(m.attention));
+      std::string(kAttentionNames.name(m.attention)) + "|" + std::to_string(l.tp) +
+      (l.sequence_parallel ? "sp" : "") + "|" + std::to_string(l.zero) + "|" +
+      std::string(kRecomputeNames.name(l.recompute));
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
   return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
                      std::hash<std::string>{}(key));

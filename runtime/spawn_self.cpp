@@ -1,9 +1,9 @@
 #include "runtime/spawn_self.hpp"
 
+#include <unistd.h>  // environ (a GNU extension, declared under _GNU_SOURCE)
+
 #include <algorithm>
 #include <stdexcept>
-
-extern char** environ;
 
 namespace dtwin::rt {
 namespace {

@@ -21,12 +21,14 @@ struct TrainOptions {
   bool digests = false;
 };
 
-/// Trains `scenario` as rank env.rank of env.world_size, executing `schedule` (lowered and
-/// validated) once per step. The last pipeline rank of replica 0 prints a progress line per
-/// step and writes loss.csv (step, loss, tokens_per_s, seconds); DP replica 0 checkpoints its
-/// stages every training.checkpoint_every steps and at the end; rank 0 gathers every rank's
-/// events through the store and writes measured.trace.json and measured.summary.json (the
-/// summary averages the steps after the first). Returns 0; throws RankLost when a peer is gone.
+/// Trains `scenario` as process env.rank of env.world_size (dp·pp·tp; it executes schedule rank
+/// env.rank / tp as member env.rank % tp of its tensor-parallel group), executing `schedule`
+/// (lowered and validated) once per step. Member 0 of the last pipeline rank of replica 0 prints
+/// a progress line per step and writes loss.csv (step, loss, tokens_per_s, seconds); DP replica
+/// 0 checkpoints its stages (each member its shards) every training.checkpoint_every steps and
+/// at the end; process 0 gathers every process's events through the store and writes
+/// measured.trace.json and measured.summary.json (the summary averages the steps after the
+/// first). Returns 0; throws RankLost when a peer is gone.
 int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
                const TrainOptions& options);
 

@@ -118,6 +118,20 @@ TEST_CASE("data parallelism trains the single-rank model: dp=2 allreduce and gat
   check_equal(train("dp2-gather-scatter", layout_args(2, 1, 2, "1f1b", 1, "gather-scatter")));
 }
 
+TEST_CASE(
+    "gradient buckets all-reduced during the backward train the single-rank model: dp=2, "
+    "and dp=2 x pp=2 with 1F1B and ZB-H1") {
+  // 64 KiB buckets (16,384 fp32 gradients): several per layer, the embedding and head alone.
+  const std::string buckets =
+      " --set layout.overlap_grad_reduce=true --set layout.bucket_size=64KiB";
+  check_equal(train("dp2-buckets", layout_args(2, 1, 2, "1f1b") + buckets));
+  for (const char* schedule : {"1f1b", "zb-h1"}) {
+    CAPTURE(schedule);
+    check_equal(train(std::string("dp2-pp2-buckets-") + schedule,
+                      layout_args(2, 2, 2, schedule) + buckets));
+  }
+}
+
 TEST_CASE("hybrid dp=2 x pp=2 trains the single-rank model", "[threads]") {
   check_equal(train("dp2-pp2", layout_args(2, 2, 2, "1f1b")));
 }

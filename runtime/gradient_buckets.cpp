@@ -1,0 +1,99 @@
+#include "runtime/gradient_buckets.hpp"
+
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+
+namespace dtwin::rt {
+namespace {
+
+// Tells its owner that autograd accumulated the gradient of a parameter of bucket `bucket`.
+struct BucketHook : torch::autograd::PostAccumulateGradHook {
+  BucketHook(std::function<void()> on_accumulated) : on_accumulated(std::move(on_accumulated)) {}
+  void operator()(const torch::autograd::Variable& /*parameter*/) override { on_accumulated(); }
+  std::function<void()> on_accumulated;
+};
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, double bucket_elements) {
+  std::reverse(parameters.begin(), parameters.end());
+  double filled = 0;  // elements in the last bucket
+  for (torch::Tensor& p : parameters) {
+    if (buckets_.empty() || (filled > 0 && filled + p.numel() > bucket_elements)) {
+      buckets_.emplace_back();
+      filled = 0;
+    }
+    buckets_.back().parameters.push_back(p);
+    filled += p.numel();
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  remove_hooks();
+}
+
+void GradientBuckets::arm(Post post) {
+  post_ = std::move(post);
+  armed_ = true;
+  for (std::size_t b = 0; b < buckets_.size(); ++b)
+    for (const torch::Tensor& p : buckets_[b].parameters)
+      torch::autograd::impl::set_post_acc_grad_hooks(
+          p, std::make_unique<BucketHook>([this, b] { accumulated(b); }));
+}
+
+void GradientBuckets::accumulated(std::size_t bucket) {
+  Bucket& b = buckets_[bucket];
+  if (++b.accumulated == static_cast<int>(b.parameters.size()) && !b.work) post(b);
+}
+
+void GradientBuckets::post(Bucket& bucket) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& p : bucket.parameters)
+    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}));
+  bucket.flat = torch::cat(parts);
+  std::vector<torch::Tensor> buffers{bucket.flat};
+  bucket.work = post_(buffers);
+}
+
+int GradientBuckets::posted_count() const {
+  return static_cast<int>(std::count_if(buckets_.begin(), buckets_.end(),
+                                        [](const Bucket& b) { return bool(b.work); }));
+}
+
+void GradientBuckets::post_remaining() {
+  for (Bucket& b : buckets_)
+    if (!b.work) post(b);
+}
+
+int GradientBuckets::finish(const Wait& wait, int replicas) {
+  post_remaining();
+  torch::NoGradGuard no_grad;
+  for (Bucket& b : buckets_) {
+    wait(b.work);
+    int64_t offset = 0;
+    for (torch::Tensor p : b.parameters) {
+      const torch::Tensor mean = b.flat.narrow(0, offset, p.numel()).view_as(p) / replicas;
+      if (p.grad().defined())
+        p.mutable_grad().copy_(mean);
+      else
+        p.mutable_grad() = mean.clone();
+      offset += p.numel();
+    }
+    b.flat = torch::Tensor();
+    b.work.reset();
+    b.accumulated = 0;
+  }
+  remove_hooks();
+  armed_ = false;
+  return bucket_count();
+}
+
+void GradientBuckets::remove_hooks() {
+  for (Bucket& b : buckets_)
+    for (const torch::Tensor& p : b.parameters)
+      torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+}
+
+}  // namespace dtwin::rt
