@@ -33,6 +33,9 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   options.probe_command = {"compute-probe"};
   std::ranges::copy(job.scenario.args(), std::back_inserter(options.probe_command));
   options.probe_command.insert(options.probe_command.end(), {"--data-dir", job.data_dir});
+  options.member_command = {"profile-member"};
+  std::ranges::copy(job.scenario.args(), std::back_inserter(options.member_command));
+  options.member_command.insert(options.member_command.end(), {"--data-dir", job.data_dir});
   const sched::Schedule schedule = build_schedule(scenario);
   options.schedule = &schedule;
   const Profile profile = rt::measure_profile(scenario, options);

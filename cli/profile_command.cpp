@@ -6,8 +6,10 @@
 #include "cli/profile_cache.hpp"
 #include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
+#include "cli/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/concurrency_probe.hpp"
+#include "runtime/profiler.hpp"
 #include "runtime/rank_env.hpp"
 
 namespace dtwin {
@@ -45,7 +47,31 @@ int run_probe(const ProbeOptions& options) {
                                options.store_port);
 }
 
+struct MemberOptions : MachineJobOptions {
+  int member = 0;
+  int store_port = 0;
+};
+
+int run_member(const MemberOptions& options) {
+  const Scenario scenario = options.scenario.load();
+  const sched::Schedule schedule = build_schedule(scenario);
+  rt::ProfileOptions profile;
+  profile.data_dir = options.data_dir;
+  profile.schedule = &schedule;
+  return rt::run_profile_member(scenario, options.member, options.store_port, profile);
+}
+
 }  // namespace
+
+void add_profile_member_command(CLI::App& app, int& exit_code) {
+  auto [cmd, options] = add_guarded_command<MemberOptions>(
+      app, exit_code, "profile-member", "One tensor-parallel member of a profile", run_member);
+  cmd->group("");  // hidden: `profile` starts it
+  add_data_dir_option(*cmd, options->data_dir);
+  cmd->add_option("--member", options->member, "Index in the tensor-parallel group")->required();
+  cmd->add_option("--store-port", options->store_port, "Port of member 0's store on 127.0.0.1")
+      ->required();
+}
 
 void add_compute_probe_command(CLI::App& app, int& exit_code) {
   auto [cmd, options] = add_guarded_command<ProbeOptions>(

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   dtwin::add_run_command(app, exit_code);
   dtwin::add_profile_command(app, exit_code);
   dtwin::add_compute_probe_command(app, exit_code);
+  dtwin::add_profile_member_command(app, exit_code);
   dtwin::add_train_command(app, exit_code, std::vector<std::string>(argv + 1, argv + argc));
   const dtwin::PlanTraining training = dtwin::runtime_plan_training();
   dtwin::add_plan_command(app, exit_code, &training);

@@ -1,6 +1,8 @@
 #include "runtime/profiler.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +17,14 @@
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
+#include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
 namespace {
+
+constexpr double kMemberTimeout = 120;  // s a profile member waits for the others
 
 // Seconds `body` takes.
 template <typename Body>
@@ -111,32 +116,67 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
   }
 }
 
-// Every stage's compute seconds: timed alone, then in the schedule's order (options.schedule).
-// With layout.tp > 1 a tensor-parallel group's members compute together, on one thread each
-// over a Gloo group of this process: the seconds are member 0's, its shards' compute with the
-// group's collectives (Megatron's f and g, or the sequence-parallel gathers and scatters) and
-// the other members busy at the same time, as in training.
+// Every stage's compute seconds as member `tp` of its tensor-parallel group (size 1: alone):
+// timed alone, then in the schedule's order (options.schedule). Every member runs the same
+// passes, so their collectives pair up.
+std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostModel& cost,
+                                         const TokenDataset& data, const ProfileOptions& options,
+                                         const nn::TensorParallelGroup& tp) {
+  std::vector<StageSeconds> stages;
+  for (int s = 0; s < cost.num_stages(); ++s)
+    stages.push_back(measure_stage(scenario, cost, s, data, options, tp));
+  if (options.schedule)
+    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, stages);
+  return stages;
+}
+
+// Member `member` of the profile's tensor-parallel group of layout.tp processes, which
+// rendezvous through `store`.
+nn::TensorParallelGroup profile_group(const Scenario& scenario,
+                                      const c10::intrusive_ptr<c10d::Store>& store, int member) {
+  const LayoutSpec& l = scenario.layout;
+  return {make_group(Backend::Gloo, store, "profile-tp", member, l.tp, kMemberTimeout,
+                     {"127.0.0.1", {}}),
+          member, l.tp, l.sequence_parallel};
+}
+
+// Every stage's compute seconds. With layout.tp > 1 a tensor-parallel group's members compute
+// together, as processes (options.member_command starts members 1 .. tp-1, this process is
+// member 0): the seconds are member 0's, its shards' compute with the group's collectives
+// (Megatron's f and g, or the sequence-parallel gathers and scatters) and the other members
+// busy at the same time, as in training.
 std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostModel& cost,
                                           const TokenDataset& data, const ProfileOptions& options) {
-  const auto measure = [&](const nn::TensorParallelGroup& tp) {
-    std::vector<StageSeconds> stages;
-    for (int s = 0; s < cost.num_stages(); ++s)
-      stages.push_back(measure_stage(scenario, cost, s, data, options, tp));
-    if (options.schedule)
-      measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, stages);
-    return stages;
-  };
   const LayoutSpec& l = scenario.layout;
-  if (l.tp == 1) return measure({});
-  std::vector<StageSeconds> first_member;
-  const int threads = at::get_num_threads();
-  run_as_thread_group(
-      l.tp, "profile-tp", [&](int member, const c10::intrusive_ptr<c10d::Backend>& group) {
-        at::set_num_threads(threads);
-        std::vector<StageSeconds> stages = measure({group, member, l.tp, l.sequence_parallel});
-        if (member == 0) first_member = std::move(stages);
-      });
-  return first_member;
+  if (l.tp == 1) return measure_stages(scenario, cost, data, options, {});
+  if (options.member_command.empty())
+    throw std::invalid_argument(
+        "measure_profile: layout.tp > 1 needs ProfileOptions::member_command");
+  const auto store = tcp_store("127.0.0.1", 0, true, kMemberTimeout);
+  std::vector<pid_t> members;
+  for (int member = 1; member < l.tp; ++member) {
+    std::vector<std::string> args = options.member_command;
+    args.insert(args.end(), {"--member", std::to_string(member), "--store-port",
+                             std::to_string(store->getPort())});
+    members.push_back(
+        spawn_self(args, {}, nullptr, "tensor-parallel profile member " + std::to_string(member)));
+  }
+  std::vector<StageSeconds> stages;
+  try {
+    stages = measure_stages(scenario, cost, data, options, profile_group(scenario, store, 0));
+  } catch (...) {
+    for (pid_t pid : members) kill(pid, SIGKILL);
+    for (pid_t pid : members) waitpid(pid, nullptr, 0);
+    throw;
+  }
+  for (size_t i = 0; i < members.size(); ++i) {
+    int status = 0;
+    waitpid(members[i], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw std::runtime_error(
+          fmt::format("tensor-parallel profile member {} failed (status {})", i + 1, status));
+  }
+  return stages;
 }
 
 std::string host_name() {
@@ -146,6 +186,16 @@ std::string host_name() {
 }
 
 }  // namespace
+
+int run_profile_member(const Scenario& scenario, int member, int store_port,
+                       const ProfileOptions& options) {
+  configure_threads(scenario.runtime.threads, scenario.world_size());
+  const CostModel cost(scenario);
+  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  const auto store = tcp_store("127.0.0.1", store_port, false, kMemberTimeout);
+  measure_stages(scenario, cost, data, options, profile_group(scenario, store, member));
+  return 0;
+}
 
 std::vector<double> allreduce_sizes(const CostModel& cost) {
   std::vector<double> sizes;

@@ -19,6 +19,10 @@ struct ProfileOptions {
   /// Arguments that make this executable run `compute-probe` on the same scenario (see
   /// concurrency_probe.hpp); empty: the concurrency curve is not measured.
   std::vector<std::string> probe_command;
+  /// With layout.tp > 1 (required then): the arguments that make this executable run
+  /// run_profile_member on the same scenario and options; "--member I --store-port P" is
+  /// appended.
+  std::vector<std::string> member_command;
   /// The scenario's schedule (lowered); when set, each stage's F, B, I, W and optimizer seconds
   /// are those of its actions replayed in the schedule's order (replay_compute) where the
   /// schedule has that kind, else of the stage timed alone.
@@ -33,8 +37,18 @@ struct ProfileOptions {
 /// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
 /// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with a probe
 /// command, the concurrency curve (Profile::concurrency) measured by running k = 1 ...
-/// cluster.ranks_per_device processes' F and B at once.
+/// cluster.ranks_per_device processes' F and B at once. With layout.tp > 1 each stage is timed
+/// as member 0 of a tensor-parallel group whose other members are processes started with
+/// options.member_command; throws std::invalid_argument when it is empty.
 Profile measure_profile(const Scenario& scenario, const ProfileOptions& options);
+
+/// One member (1 .. layout.tp - 1) of the profile's tensor-parallel group (`dtwin-runtime
+/// profile-member`): joins the group through the store at 127.0.0.1:`store_port`, which
+/// measure_profile's process (member 0) hosts, and runs the same stage measurements with its
+/// shards, so that member 0's collectives have their peers. Returns 0; throws what the
+/// rendezvous or a collective throws (member 0 gone).
+int run_profile_member(const Scenario& scenario, int member, int store_port,
+                       const ProfileOptions& options);
 
 /// The message sizes, in bytes, at which the profile measures all-reduces: 4 KiB, then x8 while
 /// below stage 0's gradient bytes, and those.

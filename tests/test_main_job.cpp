@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "models/profile.hpp"
 #include "tests/run_process.hpp"
 
 TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png", "[threads]") {
@@ -99,4 +100,27 @@ TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes comp
   CHECK(l0 > 0);
   CHECK(l1 > 0);
   CHECK(l2 > 0);
+}
+
+TEST_CASE(
+    "dtwin profile times a tensor-parallel stage as member 0 of a tp=2 group of processes, "
+    "its collectives apart",
+    "[serial]") {
+  const std::string path = "profile-tp2.yaml";
+  const auto result = dtwin::test::run_dtwin(
+      std::string("profile ") + DTWIN_SOURCE_DIR +
+      "/scenarios/tp2.yaml --set model.d_model=96 --set model.n_heads=2 --set "
+      "model.ffn_hidden=256 --set model.n_layers=2 --data-dir " +
+      DTWIN_SOURCE_DIR + "/data -o " + path);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const dtwin::Profile profile = dtwin::load_profile(path);
+  REQUIRE(profile.stages.size() == 1);
+  const dtwin::StageSeconds& s = profile.stages[0];
+  // Each pass waits in its all-reduces (2 per layer, the embedding's, the cross-entropy's 3 in F;
+  // 2 per layer and the head's in B) and computes besides.
+  CHECK(s.tp_forward > 0);
+  CHECK(s.tp_forward < s.forward);
+  CHECK(s.tp_backward > 0);
+  CHECK(s.tp_backward < s.backward);
 }
