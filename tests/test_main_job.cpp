@@ -57,17 +57,29 @@ TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can ex
   CHECK(std::filesystem::exists(dir + "/plan-runs/1/measured.summary.json"));
 }
 
-TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes computing at once",
-          "[serial]") {
-  // The quickstart's 3 ranks share one device; a smaller model keeps the probes short.
-  const std::string path = "profile-concurrency.yaml";
+namespace {
+
+// `dtwin profile` of scenarios/NAME.yaml with a smaller model of `layers` layers, which keeps
+// the probes short, into `path`; returns its result (exit 0 required).
+dtwin::test::ProcessResult profile_small(const std::string& name, int layers,
+                                         const std::string& path) {
   const auto result = dtwin::test::run_dtwin(
-      std::string("profile ") + DTWIN_SOURCE_DIR +
-      "/scenarios/quickstart.yaml --set model.d_model=96 --set model.n_heads=2 --set "
-      "model.ffn_hidden=256 --set model.n_layers=3 --data-dir " +
-      DTWIN_SOURCE_DIR + "/data -o " + path);
+      std::string("profile ") + DTWIN_SOURCE_DIR + "/scenarios/" + name +
+      ".yaml --set model.d_model=96 --set model.n_heads=2 --set model.ffn_hidden=256 --set "
+      "model.n_layers=" +
+      std::to_string(layers) + " --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + path);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes computing at once",
+          "[serial]") {
+  // The quickstart's 3 ranks share one device.
+  const std::string path = "profile-concurrency.yaml";
+  const auto result = profile_small("quickstart", 3, path);
   CHECK_THAT(result.output, Catch::Contains("slowdown with k ranks computing at once: k=1 x1.000"));
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), {});
@@ -107,13 +119,7 @@ TEST_CASE(
     "its collectives apart",
     "[serial]") {
   const std::string path = "profile-tp2.yaml";
-  const auto result = dtwin::test::run_dtwin(
-      std::string("profile ") + DTWIN_SOURCE_DIR +
-      "/scenarios/tp2.yaml --set model.d_model=96 --set model.n_heads=2 --set "
-      "model.ffn_hidden=256 --set model.n_layers=2 --data-dir " +
-      DTWIN_SOURCE_DIR + "/data -o " + path);
-  INFO(result.output);
-  REQUIRE(result.exit_code == 0);
+  profile_small("tp2", 2, path);
   const dtwin::Profile profile = dtwin::load_profile(path);
   REQUIRE(profile.stages.size() == 1);
   const dtwin::StageSeconds& s = profile.stages[0];
