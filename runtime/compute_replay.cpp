@@ -103,7 +103,8 @@ struct ReplayStage {
 
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
-                             int warmup, int steps, const nn::TensorParallelGroup& tp) {
+                             int warmup, int steps, const nn::TensorParallelGroup& tp,
+                             ActionSeconds* collectives) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
   std::map<int, ReplayStage> stages;
@@ -121,6 +122,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       StageRun& run = stages.at(a.stage).run;
       const std::pair<int, int> key{a.stage, a.microbatch};
       const double start = wall_seconds();
+      const double collectives_start = nn::tensor_parallel_seconds();
       switch (a.kind) {
         case ActionKind::F:
           if (run.stage.has_embedding || run.stage.has_head)
@@ -147,7 +149,11 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
           stages.at(a.stage).step();
       }
       const double elapsed = wall_seconds() - start;
-      if (step >= 0) seconds[{a.stage, a.kind}].push_back(elapsed);
+      if (step < 0) continue;
+      seconds[{a.stage, a.kind}].push_back(elapsed);
+      if (collectives)
+        (*collectives)[{a.stage, a.kind}].push_back(nn::tensor_parallel_seconds() -
+                                                    collectives_start);
     }
   }
   return seconds;

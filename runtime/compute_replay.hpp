@@ -27,10 +27,12 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 /// its own F would not (a B then finds its activations in cache). Sends, receives and collectives
 /// are skipped; non-first stages take a random input. As member `tp` of a tensor-parallel group
 /// (size > 1) the stages hold the member's shards and their passes run the group's collectives,
-/// so every member replays at once. Throws std::logic_error if the schedule runs a backward or W
-/// before the F or I it needs.
+/// so every member replays at once, and `collectives` (when set) receives each timed action's
+/// seconds in the group's collectives (nn::tensor_parallel_seconds), in the same order. Throws
+/// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
-                             int warmup, int steps, const nn::TensorParallelGroup& tp = {});
+                             int warmup, int steps, const nn::TensorParallelGroup& tp = {},
+                             ActionSeconds* collectives = nullptr);
 
 }  // namespace dtwin::rt

@@ -81,9 +81,9 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   return {median(f), median(b), median(in), median(w), median(opt), median(tp_f), median(tp_b)};
 }
 
-// Replaces the stages' figures by the medians of their actions replayed in the schedule's order
-// on the first replica's pipeline ranks, for the kinds the schedule runs: about
-// options.repeats microbatches of each, after one untimed step.
+// Replaces the stages' figures (with their collectives' parts) by the medians of their actions
+// replayed in the schedule's order on the first replica's pipeline ranks, for the kinds the
+// schedule runs: about options.repeats microbatches of each, after one untimed step.
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
@@ -91,20 +91,24 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
   const int microbatches = schedule.layout.microbatches;
   const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   for (int p = 0; p < schedule.layout.pp; ++p) {
-    const ActionSeconds replayed =
-        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp);
+    ActionSeconds collectives;
+    const ActionSeconds replayed = replay_compute(
+        scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp, &collectives);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = median(seconds);
       switch (action.second) {
         case sched::ActionKind::F:
           stage.forward = value;
+          stage.tp_forward = median(collectives.at(action));
           break;
         case sched::ActionKind::B:
           stage.backward = value;
+          stage.tp_backward = median(collectives.at(action));
           break;
         case sched::ActionKind::I:
           stage.input_backward = value;
+          stage.tp_backward = median(collectives.at(action));
           break;
         case sched::ActionKind::W:
           stage.weight_backward = value;
