@@ -120,7 +120,8 @@ TEST_CASE("data parallelism trains the single-rank model: dp=2 allreduce and gat
 
 TEST_CASE(
     "gradient buckets all-reduced during the backward train the single-rank model: dp=2, "
-    "and dp=2 x pp=2 with 1F1B and ZB-H1") {
+    "and dp=2 x pp=2 with 1F1B and ZB-H1",
+    "[threads]") {
   // 64 KiB buckets (16,384 fp32 gradients): several per layer, the embedding and head alone.
   const std::string buckets =
       " --set layout.overlap_grad_reduce=true --set layout.bucket_size=64KiB";
