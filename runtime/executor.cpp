@@ -5,6 +5,7 @@
 
 #include "models/cost_model.hpp"
 #include "runtime/fault_injection.hpp"
+#include "runtime/flat_gradients.hpp"
 #include "schedules/transfer.hpp"
 
 namespace dtwin::rt {
@@ -97,10 +98,9 @@ Executor::StepResult Executor::run_step(int64_t step) {
     exposed_ = 0;
     inject_fault(sched::kind_name(a.kind), step + 1);
     const double start = clock_.now();
-    arm_buckets(a, index);
+    const bool armed = arm_buckets(a, index);
     (this->*handler->second)(a);
-    if (buckets_.count(a.stage) && buckets_.at(a.stage)->armed())
-      buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused parameters
+    if (armed) buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused ones
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
   }
   // Gloo completes a send only when its sender waits for it, so the sends are waited for here,
@@ -261,26 +261,15 @@ void Executor::receive(const Action& a) {
 void Executor::sum_sequence_parallel_gradients(const Action& a) {
   const nn::StageModule& module = *stage_of(a).module;
   if (!module.tensor_parallel().sequence_parallel || !tp_summed_.insert(a.stage).second) return;
-  std::vector<torch::Tensor> grads;
-  for (torch::Tensor p : module.replicated_parameters())
-    grads.push_back((p.grad().defined() ? p.grad() : torch::zeros_like(p)).reshape(-1));
-  std::vector<torch::Tensor> flat{torch::cat(grads)};
+  const std::vector<torch::Tensor> replicated = module.replicated_parameters();
+  std::vector<torch::Tensor> flat{flat_gradients(replicated)};
   std::vector<int> peers;
   for (int t = 0; t < schedule_.layout.tp; ++t)
     if (t != tp_index_) peers.push_back(schedule_.layout.process(rank_, t));
   wait(comm_.post(sched::to_string(a), peers,
                   [&] { return module.tensor_parallel().backend->allreduce(flat); }),
        a, peers);
-  torch::NoGradGuard no_grad;
-  int64_t offset = 0;
-  for (torch::Tensor p : module.replicated_parameters()) {
-    const torch::Tensor sum = flat[0].narrow(0, offset, p.numel()).view_as(p);
-    if (p.grad().defined())
-      p.mutable_grad().copy_(sum);  // under ZeRO a view of the flat gradient buffer
-    else
-      p.mutable_grad() = sum.clone();
-    offset += p.numel();
-  }
+  set_gradients(replicated, flat[0]);
 }
 
 void Executor::optimizer_step(const Action& a) {

@@ -79,8 +79,9 @@ class Executor {
   void dp_sync(const sched::Action& a);
   /// ALLREDUCE under overlap_grad_reduce: waits for a's stage's buckets.
   void finish_buckets(const sched::Action& a);
-  /// Arms a's stage's buckets when `index` is its last B or W (posting on the DP group).
-  void arm_buckets(const sched::Action& a, std::size_t index);
+  /// Arms a's stage's buckets when `index` is its last B or W (posting on the DP group);
+  /// returns whether it did.
+  bool arm_buckets(const sched::Action& a, std::size_t index);
   void optimizer_step(const sched::Action& a);
   void unshard(const sched::Action& a);
   void reshard(const sched::Action& a);

@@ -79,15 +79,16 @@ void Executor::dp_sync(const sched::Action& a) {
   unflatten(flat.narrow(0, 0, numel) / dp, tensors);
 }
 
-void Executor::arm_buckets(const sched::Action& a, std::size_t index) {
+bool Executor::arm_buckets(const sched::Action& a, std::size_t index) {
   auto last = last_gradient_.find(a.stage);
-  if (last == last_gradient_.end() || last->second != index) return;
+  if (last == last_gradient_.end() || last->second != index) return false;
   const sched::Action reduction{a.stage, sched::ActionKind::ALLREDUCE};
   const std::vector<int> peers = dp_peers();
   buckets_.at(a.stage)->arm([this, reduction, peers](std::vector<torch::Tensor>& buffers) {
     return comm_.post(sched::to_string(reduction), peers,
                       [&] { return comm_.data_parallel().allreduce(buffers); });
   });
+  return true;
 }
 
 void Executor::finish_buckets(const sched::Action& a) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "runtime/flat_gradients.hpp"
+
 namespace dtwin::rt {
 namespace {
 
@@ -49,10 +51,7 @@ void GradientBuckets::accumulated(std::size_t bucket) {
 }
 
 void GradientBuckets::post(Bucket& bucket) {
-  std::vector<torch::Tensor> parts;
-  for (const torch::Tensor& p : bucket.parameters)
-    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}));
-  bucket.flat = torch::cat(parts);
+  bucket.flat = flat_gradients(bucket.parameters);
   std::vector<torch::Tensor> buffers{bucket.flat};
   bucket.work = post_(buffers);
 }
@@ -67,27 +66,17 @@ void GradientBuckets::post_remaining() {
     if (!b.work) post(b);
 }
 
-int GradientBuckets::finish(const Wait& wait, int replicas) {
+void GradientBuckets::finish(const Wait& wait, int replicas) {
   post_remaining();
-  torch::NoGradGuard no_grad;
   for (Bucket& b : buckets_) {
     wait(b.work);
-    int64_t offset = 0;
-    for (torch::Tensor p : b.parameters) {
-      const torch::Tensor mean = b.flat.narrow(0, offset, p.numel()).view_as(p) / replicas;
-      if (p.grad().defined())
-        p.mutable_grad().copy_(mean);
-      else
-        p.mutable_grad() = mean.clone();
-      offset += p.numel();
-    }
+    set_gradients(b.parameters, b.flat, replicas);
     b.flat = torch::Tensor();
     b.work.reset();
     b.accumulated = 0;
   }
   remove_hooks();
   armed_ = false;
-  return bucket_count();
 }
 
 void GradientBuckets::remove_hooks() {

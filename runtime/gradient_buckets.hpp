@@ -39,8 +39,8 @@ class GradientBuckets {
   /// zero-bubble W, or some parameter got none: its gradient counts as zeros).
   void post_remaining();
   /// Posts what is left, waits for every bucket with `wait`, divides the sums by `replicas`
-  /// into the parameters' gradients and removes the hooks. Returns the number of buckets.
-  int finish(const Wait& wait, int replicas);
+  /// into the parameters' gradients and removes the hooks.
+  void finish(const Wait& wait, int replicas);
 
   int bucket_count() const { return static_cast<int>(buckets_.size()); }
   /// Buckets posted since arm(), by the hooks or post_remaining().

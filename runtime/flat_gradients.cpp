@@ -1,0 +1,26 @@
+#include "runtime/flat_gradients.hpp"
+
+namespace dtwin::rt {
+
+torch::Tensor flat_gradients(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& p : parameters)
+    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}));
+  return torch::cat(parts);
+}
+
+void set_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& flat,
+                   double divisor) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (torch::Tensor p : parameters) {
+    const torch::Tensor values = flat.narrow(0, offset, p.numel()).view_as(p) / divisor;
+    if (p.grad().defined())
+      p.mutable_grad().copy_(values);
+    else
+      p.mutable_grad() = values;
+    offset += p.numel();
+  }
+}
+
+}  // namespace dtwin::rt

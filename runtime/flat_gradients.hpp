@@ -1,0 +1,21 @@
+// One flat fp32 buffer of several parameters' gradients, for a collective over all of them at
+// once, and the buffer's values written back.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace dtwin::rt {
+
+/// The gradients of `parameters` flattened and concatenated in order [Σ numel]; a parameter
+/// without a gradient contributes zeros.
+torch::Tensor flat_gradients(const std::vector<torch::Tensor>& parameters);
+
+/// Writes consecutive slices of `flat` [Σ numel] (divided by `divisor`) into the gradients of
+/// `parameters`, in order, under no-grad: in place where a gradient exists (under ZeRO it is a
+/// view of the flat gradient buffer), else as a new one.
+void set_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& flat,
+                   double divisor = 1);
+
+}  // namespace dtwin::rt
