@@ -31,10 +31,6 @@ void check_runtime_supports(const Scenario& scenario) {
        "fp32 (the runtime trains in fp32; bf16 is simulated only)"},
       {!l.tp_comm_overlap, "layout.tp_comm_overlap", "true",
        "false (overlapping the tensor-parallel collectives is simulated only)"},
-      {!l.overlap_grad_reduce || (l.zero == 0 && l.dp_sync == sched::DpSync::AllReduce),
-       "layout.overlap_grad_reduce", "true",
-       "false with layout.zero > 0 or a dp_sync other than allreduce (those buckets are "
-       "simulated only)"},
       {l.offload == Offload::None, "layout.offload", std::string(kOffloadNames.name(l.offload)),
        "none (offloading is simulated only)"},
   };

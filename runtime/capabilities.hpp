@@ -9,8 +9,8 @@ namespace dtwin::rt {
 /// asks for something the runtime cannot run rather than silently running something else:
 /// runtime.device cuda and runtime.backend nccl (execution on CUDA devices is not implemented
 /// yet, even in CUDA builds), model.family gpt2 (simulated only) or training.precision bf16 (the
-/// runtime trains in fp32 for now), and the layouts simulated only: tp_comm_overlap,
-/// overlap_grad_reduce with ZeRO or a dp_sync other than allreduce, and offload.
+/// runtime trains in fp32 for now), and the layouts simulated only: tp_comm_overlap and
+/// offload.
 void check_runtime_supports(const Scenario& scenario);
 
 }  // namespace dtwin::rt

@@ -259,17 +259,27 @@ void Executor::receive(const Action& a) {
 }
 
 void Executor::sum_sequence_parallel_gradients(const Action& a) {
-  const nn::StageModule& module = *stage_of(a).module;
+  StageState& stage = stage_of(a);
+  const nn::StageModule& module = *stage.module;
   if (!module.tensor_parallel().sequence_parallel || !tp_summed_.insert(a.stage).second) return;
   const std::vector<torch::Tensor> replicated = module.replicated_parameters();
-  std::vector<torch::Tensor> flat{flat_gradients(replicated)};
+  // Under ZeRO with gradient buckets the gradients were reduce-scattered during the backward:
+  // only this replica's shard holds them.
+  const bool sharded = stage.zero && buckets_.count(a.stage);
+  const std::vector<torch::Tensor> gradients =
+      sharded ? stage.zero->gradient_shard_views(replicated) : std::vector<torch::Tensor>{};
+  if (sharded && gradients.empty()) return;  // alike on every member: same shard, same layout
+  std::vector<torch::Tensor> flat{sharded ? torch::cat(gradients) : flat_gradients(replicated)};
   std::vector<int> peers;
   for (int t = 0; t < schedule_.layout.tp; ++t)
     if (t != tp_index_) peers.push_back(schedule_.layout.process(rank_, t));
   wait(comm_.post(sched::to_string(a), peers,
                   [&] { return module.tensor_parallel().backend->allreduce(flat); }),
        a, peers);
-  set_gradients(replicated, flat[0]);
+  if (sharded)
+    copy_slices(flat[0], gradients);
+  else
+    set_gradients(replicated, flat[0]);
 }
 
 void Executor::optimizer_step(const Action& a) {

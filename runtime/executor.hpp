@@ -48,12 +48,14 @@ class Executor {
   /// on the DP group (with layout.overlap_grad_reduce it waits for the gradient buckets that the
   /// stage's last B or W posted as their gradients completed, runtime/gradient_buckets.hpp);
   /// UNSHARD, RESHARD and REDUCE_GRAD gather, release and reduce-scatter the
-  /// ZeRO shards (executor_sharding.cpp); OPTIM steps AdamW (on the shard under ZeRO). Throws
-  /// std::logic_error for a kind without handler or when an action needs a module or tensor this
-  /// rank does not hold (the message names the rank, the action and what is missing), and RankLost
-  /// when a peer is gone. Under sequence parallelism the tensor-parallel group sums the norm
-  /// weights' gradients (StageModule::replicated_parameters) before the first ALLREDUCE,
-  /// REDUCE_GRAD or OPTIM of each stage in the step.
+  /// ZeRO shards (executor_sharding.cpp; with layout.overlap_grad_reduce REDUCE_GRAD waits for
+  /// the buckets reduce-scattered during the backward, runtime/bucket_reductions.hpp); OPTIM steps
+  /// AdamW (on the shard under ZeRO). Throws std::logic_error for a kind without handler or when an
+  /// action needs a module or tensor this rank does not hold (the message names the rank, the
+  /// action and what is missing), and RankLost when a peer is gone. Under sequence parallelism the
+  /// tensor-parallel group sums the norm weights' gradients (StageModule::replicated_parameters)
+  /// before the first ALLREDUCE, REDUCE_GRAD or OPTIM of each stage in the step (after its
+  /// gradient buckets under overlap_grad_reduce).
   StepResult run_step(int64_t step);
 
   /// ZeRO 3: all-gathers every stage's parameters over the DP group (every replica must call
@@ -77,10 +79,10 @@ class Executor {
   void send(const sched::Action& a);
   void receive(const sched::Action& a);
   void dp_sync(const sched::Action& a);
-  /// ALLREDUCE under overlap_grad_reduce: waits for a's stage's buckets.
+  /// ALLREDUCE or REDUCE_GRAD under overlap_grad_reduce: waits for a's stage's buckets.
   void finish_buckets(const sched::Action& a);
-  /// Arms a's stage's buckets when `index` is its last B or W (posting on the DP group);
-  /// returns whether it did.
+  /// Arms a's stage's buckets when `index` is its last B or W (all-reducing on the DP group,
+  /// or reduce-scattering into the ZeRO shards); returns whether it did.
   bool arm_buckets(const sched::Action& a, std::size_t index);
   void optimizer_step(const sched::Action& a);
   void unshard(const sched::Action& a);

@@ -1,6 +1,9 @@
 // Executor::dp_sync: the ALLREDUCE action under the layout's dp_sync.
 #include "runtime/executor.hpp"
 
+#include "runtime/bucket_reductions.hpp"
+#include "runtime/flat_gradients.hpp"
+
 namespace dtwin::rt {
 namespace {
 
@@ -11,15 +14,6 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors, int replicas) {
   for (const torch::Tensor& t : tensors) parts.push_back(t.reshape(-1));
   parts.push_back(torch::zeros({replicas}, tensors.front().options()));
   return torch::cat(parts);
-}
-
-void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
-  torch::NoGradGuard no_grad;
-  int64_t offset = 0;
-  for (torch::Tensor& t : tensors) {
-    t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
-    offset += t.numel();
-  }
 }
 
 }  // namespace
@@ -76,28 +70,40 @@ void Executor::dp_sync(const sched::Action& a) {
   }
   const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
   exposed_ = std::max(0.0, clock_.now() - std::max(start, last_arrival));
-  unflatten(flat.narrow(0, 0, numel) / dp, tensors);
+  copy_slices(flat.narrow(0, 0, numel) / dp, tensors);
 }
 
 bool Executor::arm_buckets(const sched::Action& a, std::size_t index) {
   auto last = last_gradient_.find(a.stage);
   if (last == last_gradient_.end() || last->second != index) return false;
-  const sched::Action reduction{a.stage, sched::ActionKind::ALLREDUCE};
   const std::vector<int> peers = dp_peers();
-  buckets_.at(a.stage)->arm([this, reduction, peers](std::vector<torch::Tensor>& buffers) {
-    return comm_.post(sched::to_string(reduction), peers,
-                      [&] { return comm_.data_parallel().allreduce(buffers); });
-  });
+  ZeroStage* zero = stage_of(a).zero.get();
+  const sched::Action reduction{
+      a.stage, zero ? sched::ActionKind::REDUCE_GRAD : sched::ActionKind::ALLREDUCE};
+  const std::string what = sched::to_string(reduction);
+  std::unique_ptr<BucketReduction> buckets;
+  if (zero)
+    buckets = std::make_unique<ReduceScatterBuckets>(
+        *zero, [this, what, peers](auto& outputs, auto& inputs) {
+          return comm_.post(what, peers,
+                            [&] { return comm_.data_parallel().reduce_scatter(outputs, inputs); });
+        });
+  else
+    buckets = std::make_unique<AllReduceBuckets>(
+        [this, what, peers](std::vector<torch::Tensor>& buffers) {
+          return comm_.post(what, peers, [&] { return comm_.data_parallel().allreduce(buffers); });
+        },
+        schedule_.layout.dp);
+  buckets_.at(a.stage)->arm(std::move(buckets));
   return true;
 }
 
 void Executor::finish_buckets(const sched::Action& a) {
   const std::vector<int> peers = dp_peers();
   const double start = clock_.now();
-  buckets_.at(a.stage)->finish([&](const auto& work) { wait(work, a, peers); },
-                               schedule_.layout.dp);
+  buckets_.at(a.stage)->finish([&](const auto& work) { wait(work, a, peers); });
   exposed_ = clock_.now() - start;
-  // Summing over the tensor-parallel group commutes with the mean over replicas.
+  // Summing over the tensor-parallel group commutes with the reduction over replicas.
   sum_sequence_parallel_gradients(a);
 }
 

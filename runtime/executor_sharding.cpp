@@ -51,6 +51,10 @@ void Executor::reshard(const sched::Action& a) {
 }
 
 void Executor::reduce_gradients(const sched::Action& a) {
+  if (buckets_.count(a.stage)) {
+    finish_buckets(a);
+    return;
+  }
   sum_sequence_parallel_gradients(a);
   ZeroStage& zero = zero_of(a);
   const std::string what = sched::to_string(a);

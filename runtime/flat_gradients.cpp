@@ -23,4 +23,13 @@ void set_gradients(const std::vector<torch::Tensor>& parameters, const torch::Te
   }
 }
 
+void copy_slices(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (torch::Tensor t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view_as(t));
+    offset += t.numel();
+  }
+}
+
 }  // namespace dtwin::rt

@@ -18,4 +18,7 @@ torch::Tensor flat_gradients(const std::vector<torch::Tensor>& parameters);
 void set_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& flat,
                    double divisor = 1);
 
+/// Copies consecutive slices of `flat` [Σ numel] into `tensors`, in order, under no-grad.
+void copy_slices(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors);
+
 }  // namespace dtwin::rt

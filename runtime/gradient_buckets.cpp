@@ -5,8 +5,6 @@
 
 #include <algorithm>
 
-#include "runtime/flat_gradients.hpp"
-
 namespace dtwin::rt {
 namespace {
 
@@ -20,15 +18,20 @@ struct BucketHook : torch::autograd::PostAccumulateGradHook {
 }  // namespace
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, double bucket_elements) {
+  int64_t end = 0;
+  for (const torch::Tensor& p : parameters) end += p.numel();
   std::reverse(parameters.begin(), parameters.end());
   double filled = 0;  // elements in the last bucket
   for (torch::Tensor& p : parameters) {
     if (buckets_.empty() || (filled > 0 && filled + p.numel() > bucket_elements)) {
       buckets_.emplace_back();
+      buckets_.back().end = end;
       filled = 0;
     }
     buckets_.back().parameters.push_back(p);
     filled += p.numel();
+    end -= p.numel();
+    buckets_.back().first = end;
   }
 }
 
@@ -36,9 +39,8 @@ GradientBuckets::~GradientBuckets() {
   remove_hooks();
 }
 
-void GradientBuckets::arm(Post post) {
-  post_ = std::move(post);
-  armed_ = true;
+void GradientBuckets::arm(std::unique_ptr<BucketReduction> reduction) {
+  reduction_ = std::move(reduction);
   for (std::size_t b = 0; b < buckets_.size(); ++b)
     for (const torch::Tensor& p : buckets_[b].parameters)
       torch::autograd::impl::set_post_acc_grad_hooks(
@@ -47,13 +49,11 @@ void GradientBuckets::arm(Post post) {
 
 void GradientBuckets::accumulated(std::size_t bucket) {
   Bucket& b = buckets_[bucket];
-  if (++b.accumulated == static_cast<int>(b.parameters.size()) && !b.work) post(b);
+  if (++b.accumulated == static_cast<int>(b.parameters.size()) && !b.work) post(bucket);
 }
 
-void GradientBuckets::post(Bucket& bucket) {
-  bucket.flat = flat_gradients(bucket.parameters);
-  std::vector<torch::Tensor> buffers{bucket.flat};
-  bucket.work = post_(buffers);
+void GradientBuckets::post(std::size_t bucket) {
+  buckets_[bucket].work = reduction_->post(*this, bucket);
 }
 
 int GradientBuckets::posted_count() const {
@@ -62,21 +62,20 @@ int GradientBuckets::posted_count() const {
 }
 
 void GradientBuckets::post_remaining() {
-  for (Bucket& b : buckets_)
-    if (!b.work) post(b);
+  for (std::size_t b = 0; b < buckets_.size(); ++b)
+    if (!buckets_[b].work) post(b);
 }
 
-void GradientBuckets::finish(const Wait& wait, int replicas) {
+void GradientBuckets::finish(const Wait& wait) {
   post_remaining();
   for (Bucket& b : buckets_) {
     wait(b.work);
-    set_gradients(b.parameters, b.flat, replicas);
-    b.flat = torch::Tensor();
     b.work.reset();
     b.accumulated = 0;
   }
   remove_hooks();
-  armed_ = false;
+  reduction_->complete(*this);
+  reduction_.reset();
 }
 
 void GradientBuckets::remove_hooks() {

@@ -2,6 +2,7 @@
 
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -91,6 +92,20 @@ void ZeroStage::keep_gradient_shard(const torch::Tensor& reduced) {
     shard_.mutable_grad() = reduced / dp_;
     resize_storage(full_grad_, 0);
   }
+}
+
+std::vector<torch::Tensor> ZeroStage::gradient_shard_views(
+    const std::vector<torch::Tensor>& parameters) {
+  const int64_t shard_first = replica_ * shard_elements_;
+  std::vector<torch::Tensor> views;
+  for (const torch::Tensor& p : parameters) {
+    if (!p.storage().is_alias_of(full_.storage()))
+      throw std::invalid_argument("ZeroStage: a tensor outside the stage's parameter buffer");
+    const int64_t first = std::max(p.storage_offset(), shard_first);
+    const int64_t end = std::min(p.storage_offset() + p.numel(), shard_first + shard_elements_);
+    if (end > first) views.push_back(shard_.grad().narrow(0, first - shard_first, end - first));
+  }
+  return views;
 }
 
 void ZeroStage::step() {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "models/stage_module.hpp"
 
@@ -36,6 +37,9 @@ class ZeroStage {
             const torch::optim::AdamWOptions& options);
 
   int zero() const { return zero_; }
+  /// This replica's index in the DP group, and the group's size (dp).
+  int replica() const { return replica_; }
+  int replicas() const { return dp_; }
   /// Ψ' / dp: elements of one shard.
   int64_t shard_elements() const { return shard_elements_; }
   /// The flat parameters [Ψ'], whose storage is allocated only while gathered().
@@ -60,6 +64,12 @@ class ZeroStage {
   /// divided by dp, as the shard's gradient; under ZeRO 2 and 3 the full gradient buffer is
   /// then released. Throws std::invalid_argument for a wrong size.
   void keep_gradient_shard(const torch::Tensor& reduced);
+
+  /// Views of this replica's gradient shard (after keep_gradient_shard) holding the elements
+  /// of each of `parameters` (the stage module's) that lie inside the shard, in order; a
+  /// parameter wholly outside the shard contributes none. Throws std::invalid_argument for a
+  /// tensor that is not a view of the parameter buffer.
+  std::vector<torch::Tensor> gradient_shard_views(const std::vector<torch::Tensor>& parameters);
 
   /// AdamW on this replica's shard with its reduced gradient, then clears the gradients (zeroes
   /// the full buffer under ZeRO 1, drops the shard's gradient under ZeRO 2 and 3). The shard

@@ -234,9 +234,7 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
          {std::string("runtime.device=cuda"), std::string("runtime.backend=nccl"),
           std::string("training.precision=bf16"), std::string("model.family=gpt2"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
-                      "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),
-          std::string("layout.overlap_grad_reduce=true --set layout.zero=1 --set layout.dp=3 "
-                      "--set layout.pp=1")}) {
+                      "layout.sequence_parallel=true --set cluster.ranks_per_device=6")}) {
       const Result result = run_dtwin(command + kQuickstart + " --set " + set);
       INFO(command << set << "\n" << result.output);
       CHECK(result.exit_code == 2);

@@ -136,3 +136,19 @@ TEST_CASE(
                 "layout.schedule=zb-h1", "cluster.ranks_per_device=8"},
                false);
 }
+
+TEST_CASE(
+    "ZeRO's gradient buckets give the single-rank run's parameters: dp=2 with ZeRO 3, dp=2 x "
+    "tp=2 with sequence parallelism and ZeRO 2") {
+  const std::vector<std::string> buckets{"layout.overlap_grad_reduce=true",
+                                         "layout.bucket_size=64KiB", "layout.microbatches=2"};
+  check_layout(
+      "zero3-buckets",
+      with(buckets, {"layout.dp=2", "layout.pp=1", "cluster.ranks_per_device=2", "layout.zero=3"}),
+      true);
+  check_layout(
+      "tp2-sp-zero2-buckets",
+      with(buckets, {"layout.dp=2", "layout.pp=1", "layout.tp=2", "layout.sequence_parallel=true",
+                     "cluster.ranks_per_device=4", "layout.zero=2"}),
+      false);
+}

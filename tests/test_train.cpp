@@ -133,6 +133,23 @@ TEST_CASE(
   }
 }
 
+// dp=2 with ZeRO 1, 2 and 3; dp=2 x pp=2 ZB-H1 with ZeRO 3; dp=2 x tp=2 with sequence
+// parallelism and ZeRO 2.
+TEST_CASE("ZeRO's gradient buckets reduce-scattered in the backward train the single-rank model") {
+  // 64 KiB buckets: several per layer, so they straddle the replicas' shard boundary.
+  const std::string buckets =
+      " --set layout.overlap_grad_reduce=true --set layout.bucket_size=64KiB --set layout.zero=";
+  for (const char* zero : {"1", "2", "3"}) {
+    CAPTURE(zero);
+    check_equal(train(std::string("dp2-zero-buckets-") + zero,
+                      layout_args(2, 1, 2, "1f1b") + buckets + zero));
+  }
+  check_equal(train("dp2-pp2-zero3-buckets", layout_args(2, 2, 2, "zb-h1") + buckets + "3"));
+  check_equal(train("dp2-tp2-sp-zero2-buckets", layout_args(2, 1, 2, "1f1b", 1, "allreduce", 2) +
+                                                    buckets + "2" +
+                                                    " --set layout.sequence_parallel=true"));
+}
+
 TEST_CASE("hybrid dp=2 x pp=2 trains the single-rank model", "[threads]") {
   check_equal(train("dp2-pp2", layout_args(2, 2, 2, "1f1b")));
 }

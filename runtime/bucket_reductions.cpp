@@ -1,0 +1,51 @@
+#include "runtime/bucket_reductions.hpp"
+
+#include <algorithm>
+
+#include "runtime/flat_gradients.hpp"
+
+namespace dtwin::rt {
+
+c10::intrusive_ptr<c10d::Work> AllReduceBuckets::post(const GradientBuckets& buckets,
+                                                      std::size_t bucket) {
+  torch::Tensor& sum = sums_[bucket] = flat_gradients(buckets.parameters(bucket));
+  std::vector<torch::Tensor> buffers{sum};
+  return allreduce_(buffers);
+}
+
+void AllReduceBuckets::complete(const GradientBuckets& buckets) {
+  for (const auto& [bucket, sum] : sums_) set_gradients(buckets.parameters(bucket), sum, replicas_);
+  sums_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> ReduceScatterBuckets::post(const GradientBuckets& buckets,
+                                                          std::size_t bucket) {
+  const int64_t shard = zero_.shard_elements();
+  const int replicas = zero_.replicas();
+  auto [first, end] = buckets.range(bucket);
+  if (bucket == 0) end = shard * replicas;  // the padding after the last parameter
+  torch::Tensor& gradients = zero_.full_gradients();
+  std::vector<std::vector<torch::Tensor>> inputs(1);
+  std::vector<int64_t> offsets;  // where each replica's part starts in its shard
+  for (int r = 0; r < replicas; ++r) {
+    const int64_t from = std::clamp(first, r * shard, (r + 1) * shard);
+    const int64_t to = std::clamp(end, r * shard, (r + 1) * shard);
+    inputs[0].push_back(gradients.narrow(0, from, std::max<int64_t>(0, to - from)));
+    offsets.push_back(from - r * shard);
+  }
+  const int me = zero_.replica();
+  Part& part =
+      parts_[bucket] = {torch::empty({inputs[0][me].numel()}, gradients.options()), offsets[me]};
+  std::vector<torch::Tensor> outputs{part.sum};
+  return reduce_scatter_(outputs, inputs);
+}
+
+void ReduceScatterBuckets::complete(const GradientBuckets& /*buckets*/) {
+  torch::Tensor reduced = torch::zeros({zero_.shard_elements()}, torch::kFloat32);
+  for (const auto& [bucket, part] : parts_)
+    reduced.narrow(0, part.shard_offset, part.sum.numel()).copy_(part.sum);
+  parts_.clear();
+  zero_.keep_gradient_shard(reduced);
+}
+
+}  // namespace dtwin::rt
