@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "models/cost_model.hpp"
+#include "models/tensor_parallel.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
 #include "schedules/transfer.hpp"
@@ -99,7 +100,11 @@ Executor::StepResult Executor::run_step(int64_t step) {
     inject_fault(sched::kind_name(a.kind), step + 1);
     const double start = clock_.now();
     const bool armed = arm_buckets(a, index);
+    const double collectives_start = nn::tensor_parallel_seconds();
     (this->*handler->second)(a);
+    // A pass's tensor-parallel collectives are its inner communication, as the simulator counts
+    // them.
+    if (sched::is_compute(a.kind)) exposed_ += nn::tensor_parallel_seconds() - collectives_start;
     if (armed) buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused ones
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
   }
