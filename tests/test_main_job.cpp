@@ -119,7 +119,8 @@ TEST_CASE(
     "its collectives apart",
     "[serial]") {
   const std::string path = "profile-tp2.yaml";
-  profile_small("tp2", 2, path);
+  const auto result = profile_small("tp2", 2, path);
+  CHECK_THAT(result.output, Catch::Contains("of B or I in tensor-parallel collectives"));
   const dtwin::Profile profile = dtwin::load_profile(path);
   REQUIRE(profile.stages.size() == 1);
   const dtwin::StageSeconds& s = profile.stages[0];
