@@ -30,12 +30,15 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   std::fflush(stdout);
   rt::ProfileOptions options;
   options.data_dir = job.data_dir;
-  options.probe_command = {"compute-probe"};
-  std::ranges::copy(job.scenario.args(), std::back_inserter(options.probe_command));
-  options.probe_command.insert(options.probe_command.end(), {"--data-dir", job.data_dir});
-  options.member_command = {"profile-member"};
-  std::ranges::copy(job.scenario.args(), std::back_inserter(options.member_command));
-  options.member_command.insert(options.member_command.end(), {"--data-dir", job.data_dir});
+  // The arguments that make this executable run the hidden `command` on the same scenario.
+  const auto on_this_scenario = [&](const std::string& command) {
+    std::vector<std::string> args{command};
+    std::ranges::copy(job.scenario.args(), std::back_inserter(args));
+    args.insert(args.end(), {"--data-dir", job.data_dir});
+    return args;
+  };
+  options.probe_command = on_this_scenario("compute-probe");
+  options.member_command = on_this_scenario("profile-member");
   const sched::Schedule schedule = build_schedule(scenario);
   options.schedule = &schedule;
   const Profile profile = rt::measure_profile(scenario, options);

@@ -25,17 +25,19 @@ c10::intrusive_ptr<c10d::Work> ReduceScatterBuckets::post(const GradientBuckets&
   auto [first, end] = buckets.range(bucket);
   if (bucket == 0) end = shard * replicas;  // the padding after the last parameter
   torch::Tensor& gradients = zero_.full_gradients();
+  // Elements [from, to) of the range that lie in replica r's shard.
+  const auto part_of = [&](int r) {
+    return std::pair{std::clamp(first, r * shard, (r + 1) * shard),
+                     std::clamp(end, r * shard, (r + 1) * shard)};
+  };
   std::vector<std::vector<torch::Tensor>> inputs(1);
-  std::vector<int64_t> offsets;  // where each replica's part starts in its shard
   for (int r = 0; r < replicas; ++r) {
-    const int64_t from = std::clamp(first, r * shard, (r + 1) * shard);
-    const int64_t to = std::clamp(end, r * shard, (r + 1) * shard);
-    inputs[0].push_back(gradients.narrow(0, from, std::max<int64_t>(0, to - from)));
-    offsets.push_back(from - r * shard);
+    const auto [from, to] = part_of(r);
+    inputs[0].push_back(gradients.narrow(0, from, to - from));
   }
   const int me = zero_.replica();
-  Part& part =
-      parts_[bucket] = {torch::empty({inputs[0][me].numel()}, gradients.options()), offsets[me]};
+  const auto [from, to] = part_of(me);
+  Part& part = parts_[bucket] = {torch::empty({to - from}, gradients.options()), from - me * shard};
   std::vector<torch::Tensor> outputs{part.sum};
   return reduce_scatter_(outputs, inputs);
 }

@@ -126,7 +126,6 @@ Executor::StepResult Executor::run_step(int64_t step) {
   gradients_.clear();
   input_grads_.clear();
   stashes_.clear();
-  tp_summed_.clear();
   return {events_, loss_sum_, loss_count_};
 }
 
@@ -266,11 +265,11 @@ void Executor::receive(const Action& a) {
 void Executor::sum_sequence_parallel_gradients(const Action& a) {
   StageState& stage = stage_of(a);
   const nn::StageModule& module = *stage.module;
-  if (!module.tensor_parallel().sequence_parallel || !tp_summed_.insert(a.stage).second) return;
+  if (!module.tensor_parallel().sequence_parallel) return;
   const std::vector<torch::Tensor> replicated = module.replicated_parameters();
-  // Under ZeRO with gradient buckets the gradients were reduce-scattered during the backward:
-  // only this replica's shard holds them.
-  const bool sharded = stage.zero && buckets_.count(a.stage);
+  // After the DP reduction (as Megatron-LM's finalize_model_grads sums; the two sums commute):
+  // under ZeRO only this replica's shard holds the reduced gradients.
+  const bool sharded = stage.zero != nullptr;
   const std::vector<torch::Tensor> gradients =
       sharded ? stage.zero->gradient_shard_views(replicated) : std::vector<torch::Tensor>{};
   if (sharded && gradients.empty()) return;  // alike on every member: same shard, same layout

@@ -12,7 +12,6 @@
 #include <torch/torch.h>
 
 #include <map>
-#include <set>
 #include <vector>
 
 #include "models/scenario.hpp"
@@ -54,8 +53,7 @@ class Executor {
   /// action needs a module or tensor this rank does not hold (the message names the rank, the
   /// action and what is missing), and RankLost when a peer is gone. Under sequence parallelism the
   /// tensor-parallel group sums the norm weights' gradients (StageModule::replicated_parameters)
-  /// before the first ALLREDUCE, REDUCE_GRAD or OPTIM of each stage in the step (after its
-  /// gradient buckets under overlap_grad_reduce).
+  /// at each stage's OPTIM, after the DP reduction (under ZeRO on the shard).
   StepResult run_step(int64_t step);
 
   /// ZeRO 3: all-gathers every stage's parameters over the DP group (every replica must call
@@ -101,8 +99,8 @@ class Executor {
   std::vector<int> dp_peers() const;
   /// The process of schedule rank `rank` with this process's tensor-parallel index.
   int process_of(int rank) const { return schedule_.layout.process(rank, tp_index_); }
-  /// Under sequence parallelism, sums a's stage's replicated-parameter gradients over the
-  /// tensor-parallel group, once per stage and step; nothing otherwise.
+  /// Under sequence parallelism, at a's stage's OPTIM: sums its replicated-parameter gradients
+  /// over the tensor-parallel group (under ZeRO the shard's part of them); nothing otherwise.
   void sum_sequence_parallel_gradients(const sched::Action& a);
   /// Under ZeRO, before compute action `a`: throws std::logic_error unless a's stage holds its
   /// full parameters (ZeRO 3 between UNSHARD and RESHARD), and before a backward allocates the
@@ -143,7 +141,6 @@ class Executor {
   std::map<Key, torch::Tensor> gradients_;    // gradient of (stage, mb)'s output, ready for B/I
   std::map<Key, torch::Tensor> input_grads_;  // gradient of (stage, mb)'s input, for SEND_B
   std::map<Key, nn::WeightGradStash> stashes_;
-  std::set<int> tp_summed_;  // stages whose sequence-parallel gradients were summed this step
   // layout.overlap_grad_reduce: each stage's gradient buckets, armed for the stage's last B or
   // W in the rank's list (the index of that action).
   std::map<int, std::unique_ptr<GradientBuckets>> buckets_;

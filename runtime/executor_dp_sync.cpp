@@ -28,7 +28,6 @@ void Executor::dp_sync(const sched::Action& a) {
     finish_buckets(a);
     return;
   }
-  if (!weights) sum_sequence_parallel_gradients(a);
   std::vector<torch::Tensor> tensors;
   for (torch::Tensor& p : stages_.at(a.stage).module->parameters()) {
     if (!weights && !p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
@@ -103,8 +102,6 @@ void Executor::finish_buckets(const sched::Action& a) {
   const double start = clock_.now();
   buckets_.at(a.stage)->finish([&](const auto& work) { wait(work, a, peers); });
   exposed_ = clock_.now() - start;
-  // Summing over the tensor-parallel group commutes with the reduction over replicas.
-  sum_sequence_parallel_gradients(a);
 }
 
 }  // namespace dtwin::rt

@@ -55,7 +55,6 @@ void Executor::reduce_gradients(const sched::Action& a) {
     finish_buckets(a);
     return;
   }
-  sum_sequence_parallel_gradients(a);
   ZeroStage& zero = zero_of(a);
   const std::string what = sched::to_string(a);
   const double start = clock_.now();

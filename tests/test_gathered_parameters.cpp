@@ -137,18 +137,20 @@ TEST_CASE(
                false);
 }
 
+// The tensor-parallel group sums the sequence-parallel norm gradients on the ZeRO shard, after
+// the reduce-scatter, with and without gradient buckets.
 TEST_CASE(
-    "ZeRO's gradient buckets give the single-rank run's parameters: dp=2 with ZeRO 3, dp=2 x "
-    "tp=2 with sequence parallelism and ZeRO 2") {
+    "ZeRO gives the single-rank run's parameters with gradient buckets and under sequence "
+    "parallelism: dp=2 with ZeRO 3 and buckets, dp=2 x tp=2 with SP and ZeRO 2, with and "
+    "without buckets") {
   const std::vector<std::string> buckets{"layout.overlap_grad_reduce=true",
-                                         "layout.bucket_size=64KiB", "layout.microbatches=2"};
-  check_layout(
-      "zero3-buckets",
-      with(buckets, {"layout.dp=2", "layout.pp=1", "cluster.ranks_per_device=2", "layout.zero=3"}),
-      true);
-  check_layout(
-      "tp2-sp-zero2-buckets",
-      with(buckets, {"layout.dp=2", "layout.pp=1", "layout.tp=2", "layout.sequence_parallel=true",
-                     "cluster.ranks_per_device=4", "layout.zero=2"}),
-      false);
+                                         "layout.bucket_size=64KiB"};
+  const std::vector<std::string> dp2{"layout.dp=2", "layout.pp=1", "layout.microbatches=2"};
+  check_layout("zero3-buckets",
+               with(with(dp2, buckets), {"cluster.ranks_per_device=2", "layout.zero=3"}), true);
+  const std::vector<std::string> tp2_sp_zero2 =
+      with(dp2, {"layout.tp=2", "layout.sequence_parallel=true", "cluster.ranks_per_device=4",
+                 "layout.zero=2"});
+  check_layout("tp2-sp-zero2", tp2_sp_zero2, false);
+  check_layout("tp2-sp-zero2-buckets", with(tp2_sp_zero2, buckets), false);
 }
