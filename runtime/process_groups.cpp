@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
@@ -85,10 +86,26 @@ c10::intrusive_ptr<c10d::TCPStore> tcp_store(const std::string& host, int port, 
   }
 }
 
+namespace {
+
+// Turns c10d's flight recorder off for this process, once, before its first group exists (the
+// recorder reads TORCH_FR_BUFFER_SIZE when the first group records). dtwin never dumps it, and in
+// PyTorch 2.11 FlightRecorder::recordWithResetEnabled inserts each group into a map before it
+// takes its lock (c10d/FlightRecorderDetail.hpp), so groups of one process collecting from
+// several threads at once (run_as_thread_group) crashed in it: 9 of 25 runs of the
+// gradient-bucket tests, none of 25 with the recorder off.
+void disable_flight_recorder() {
+  static const bool disabled = setenv("TORCH_FR_BUFFER_SIZE", "0", 1) == 0;
+  (void)disabled;
+}
+
+}  // namespace
+
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
                                              double timeout_s, const GlooBinding& bind) {
+  disable_flight_recorder();
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
   if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));
@@ -109,6 +126,7 @@ void run_as_thread_group(
     int ranks, const std::string& name,
     const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body) {
   constexpr double kTimeout = 60;  // s
+  disable_flight_recorder();       // here, before the threads, which read the environment
   auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(ranks);
