@@ -25,7 +25,7 @@ RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOption
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   const torch::Tensor xf = x.to(torch::kFloat32);
   const torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
-  return normed.to(x.scalar_type()) * weight;
+  return normed.to(x.scalar_type()) * weight.to(x.scalar_type());
 }
 
 std::pair<torch::Tensor, torch::Tensor> rotary_tables(std::int64_t seq_len, std::int64_t head_dim,

@@ -33,7 +33,7 @@ class TokenEmbeddingImpl : public torch::nn::Module {
 TORCH_MODULE(TokenEmbedding);
 
 /// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x², last dim) + eps) · weight, one parameter
-/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype before the weight.
+/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype, as is the weight.
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOptions& options);

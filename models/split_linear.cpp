@@ -6,20 +6,21 @@
 namespace dtwin::nn {
 namespace {
 
-thread_local WeightGradStash* active = nullptr;
-
-/// grad_output [..., out], input [..., in] -> [out, in].
-torch::Tensor weight_gradient(const torch::Tensor& input, const torch::Tensor& grad_output) {
+/// grad_output [..., out], input [..., in] -> [out, in] in `dtype` (computed in grad_output's).
+torch::Tensor weight_gradient(const torch::Tensor& input, const torch::Tensor& grad_output,
+                              torch::ScalarType dtype) {
   return grad_output.reshape({-1, grad_output.size(-1)})
       .t()
-      .mm(input.reshape({-1, input.size(-1)}));
+      .mm(input.reshape({-1, input.size(-1)}).to(grad_output.scalar_type()))
+      .to(dtype);
 }
 
 struct LinearFunction : public torch::autograd::Function<LinearFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
-                               const torch::Tensor& weight) {
+                               const torch::Tensor& weight, StashSlot* slot) {
     ctx->save_for_backward({input, weight});
-    return torch::matmul(input, weight.t());
+    ctx->saved_data["slot"] = reinterpret_cast<std::int64_t>(slot);
+    return torch::matmul(input, weight.to(input.scalar_type()).t());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -29,14 +30,16 @@ struct LinearFunction : public torch::autograd::Function<LinearFunction> {
     const torch::Tensor& weight = saved[1];
     const torch::Tensor& grad_output = grad_outputs[0];
     torch::Tensor grad_input, grad_weight;
-    if (ctx->needs_input_grad(0)) grad_input = torch::matmul(grad_output, weight);
+    if (ctx->needs_input_grad(0))
+      grad_input = torch::matmul(grad_output, weight.to(grad_output.scalar_type()));
     if (ctx->needs_input_grad(1)) {
-      if (active != nullptr)
-        active->record(input, grad_output, weight);
+      const auto* slot = reinterpret_cast<StashSlot*>(ctx->saved_data["slot"].toInt());
+      if (slot->active != nullptr)
+        slot->active->record(input, grad_output, weight);
       else
-        grad_weight = weight_gradient(input, grad_output);
+        grad_weight = weight_gradient(input, grad_output, weight.scalar_type());
     }
-    return {grad_input, grad_weight};
+    return {grad_input, grad_weight, torch::Tensor()};
   }
 };
 
@@ -49,7 +52,8 @@ void WeightGradStash::record(torch::Tensor input, torch::Tensor grad_output, tor
 void WeightGradStash::apply() {
   torch::NoGradGuard no_grad;
   for (Entry& entry : entries_) {
-    torch::Tensor gradient = weight_gradient(entry.input, entry.grad_output);
+    torch::Tensor gradient =
+        weight_gradient(entry.input, entry.grad_output, entry.weight.scalar_type());
     torch::Tensor& grad = entry.weight.mutable_grad();
     if (grad.defined())
       grad.add_(gradient);
@@ -59,18 +63,9 @@ void WeightGradStash::apply() {
   entries_.clear();
 }
 
-WeightGradStash* set_active_stash(WeightGradStash* stash) {
-  WeightGradStash* previous = active;
-  active = stash;
-  return previous;
-}
-
-WeightGradStash* active_stash() {
-  return active;
-}
-
-torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight) {
-  return LinearFunction::apply(input, weight);
+torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight,
+                           StashSlot& slot) {
+  return LinearFunction::apply(input, weight, &slot);
 }
 
 SplitLinearImpl::SplitLinearImpl(std::int64_t in_features, std::int64_t out_features,
@@ -79,7 +74,7 @@ SplitLinearImpl::SplitLinearImpl(std::int64_t in_features, std::int64_t out_feat
 }
 
 torch::Tensor SplitLinearImpl::forward(const torch::Tensor& input) {
-  return split_linear(input, weight);
+  return split_linear(input, weight, *slot);
 }
 
 }  // namespace dtwin::nn

@@ -14,11 +14,15 @@
 // element-wise and small. Gradient hooks registered on a linear weight do not fire for the
 // deferred part (apply() writes .grad() directly).
 //
-// The active stash is a thread-local pointer read by the backward functions, so it reaches them
-// when they run on the thread that called backward(). That is always the case for CPU tensors;
-// for CUDA tensors LibTorch's autograd engine runs backward functions on its per-device worker
-// threads, which do not see the caller's pointer (a CUDA port must carry it there, for example
-// through at::ThreadLocalState).
+// The active stash lives in a StashSlot that the layers share (StageModule gives all of its layers
+// one) and that each forward records in its autograd node, so a backward function finds it on
+// whichever thread the autograd engine runs it: the caller's for CPU tensors, LibTorch's
+// per-device worker threads for CUDA tensors.
+//
+// Under mixed precision the weight stays in its own dtype (the fp32 master weight) and the layer
+// computes in the input's dtype (bf16): the forward and the input gradient use a cast copy of the
+// weight, and the weight gradient, computed in the input's dtype, is cast to the weight's dtype
+// before it is accumulated into .grad() (as Megatron-LM's fp32 main_grad).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -26,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dtwin::nn {
@@ -53,32 +58,39 @@ class WeightGradStash {
   std::vector<Entry> entries_;
 };
 
-/// Makes `stash` the calling thread's active stash (nullptr: none, full backward) and returns the
-/// previous one.
-WeightGradStash* set_active_stash(WeightGradStash* stash);
-/// The calling thread's active stash, or nullptr.
-WeightGradStash* active_stash();
+/// Where the backward of the split linear layers that share it finds the active stash (nullptr:
+/// none, full backward). Set it with StashGuard around a backward() call.
+struct StashSlot {
+  WeightGradStash* active = nullptr;
+};
 
-/// RAII: makes `stash` (may be nullptr) the active stash for its lifetime, then restores the
+/// RAII: makes `stash` (may be nullptr) `slot`'s active stash for its lifetime, then restores the
 /// previous one.
 class StashGuard {
  public:
-  explicit StashGuard(WeightGradStash* stash) : previous_(set_active_stash(stash)) {}
-  ~StashGuard() { set_active_stash(previous_); }
+  StashGuard(StashSlot& slot, WeightGradStash* stash) : slot_(slot), previous_(slot.active) {
+    slot.active = stash;
+  }
+  ~StashGuard() { slot_.active = previous_; }
   StashGuard(const StashGuard&) = delete;
   StashGuard& operator=(const StashGuard&) = delete;
 
  private:
+  StashSlot& slot_;
   WeightGradStash* previous_;
 };
 
-/// y [..., out] = input [..., in] · weightᵀ (weight [out, in]), through a custom autograd function
-/// whose backward returns grad_input = grad_y · weight and, unless a stash is active (see the file
-/// comment), grad_weight = grad_yᵀ · input.
-torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight);
+/// y [..., out] = input [..., in] · weightᵀ (weight [out, in]) in input's dtype, through a custom
+/// autograd function whose backward returns grad_input = grad_y · weight and, unless `slot` (which
+/// must outlive the graph) holds an active stash when it runs, grad_weight = grad_yᵀ · input in
+/// weight's dtype.
+torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight,
+                           StashSlot& slot);
 
 /// A bias-free linear layer with one parameter "weight" [out_features, in_features], created
-/// uninitialised (see init_parameters in models/param_init.hpp) with `options` (device, dtype).
+/// uninitialised (see init_parameters in models/param_init.hpp) with `options` (device, dtype),
+/// computing in its input's dtype. `slot` starts as the layer's own; StageModule points all of
+/// its layers at one.
 class SplitLinearImpl : public torch::nn::Module {
  public:
   SplitLinearImpl(std::int64_t in_features, std::int64_t out_features,
@@ -87,6 +99,7 @@ class SplitLinearImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& input);
 
   torch::Tensor weight;
+  std::shared_ptr<StashSlot> slot = std::make_shared<StashSlot>();
 };
 TORCH_MODULE(SplitLinear);
 

@@ -42,14 +42,16 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
 
 StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
                          bool has_head, std::uint64_t seed, torch::Device device,
-                         torch::ScalarType dtype, Recompute recompute, TensorParallelGroup tp)
+                         torch::ScalarType dtype, Recompute recompute, TensorParallelGroup tp,
+                         std::optional<torch::ScalarType> compute)
     : spec_(spec),
       first_layer_(first_layer),
       num_layers_(num_layers),
       has_embedding_(has_embedding),
       has_head_(has_head),
       recompute_(recompute),
-      tp_(std::move(tp)) {
+      tp_(std::move(tp)),
+      compute_(compute.value_or(dtype)) {
   check_spec(spec, first_layer, num_layers, tp_);
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   const std::int64_t vocab_shard = spec.vocab_size / tp_.size;
@@ -67,13 +69,16 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     head_ = register_module("head", SplitLinear(spec.d_model, vocab_shard, options));
   }
   init_parameters(*this, seed, spec.n_layers, tp_.rank, tp_.size);
+  for (const auto& module : modules(/*include_self=*/false))
+    if (auto* linear = module->as<SplitLinearImpl>()) linear->slot = slot_;
 }
 
 StageModule::StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device,
                          torch::ScalarType dtype, TensorParallelGroup tp)
-    : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
-                  stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
-                  std::move(tp)) {}
+    : StageModule(
+          scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding, stage.has_head,
+          scenario.training.seed, device, dtype, scenario.layout.recompute, std::move(tp),
+          scenario.training.precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32) {}
 
 std::vector<torch::Tensor> StageModule::replicated_parameters() const {
   std::vector<torch::Tensor> replicated;
@@ -88,12 +93,13 @@ torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tens
     TORCH_CHECK(input.dim() == 2 && input.scalar_type() == torch::kLong,
                 "StageModule: a stage with the embedding takes int64 token ids [b, s], got ",
                 input.scalar_type(), " ", input.sizes());
-    x = tp_.size > 1 ? vocab_parallel_embedding(input, embed_->weight, tp_) : embed_(input);
+    x = (tp_.size > 1 ? vocab_parallel_embedding(input, embed_->weight, tp_) : embed_(input))
+            .to(compute_);
   } else {
     TORCH_CHECK(input.dim() == 3 && input.size(2) == spec_.d_model && input.is_floating_point(),
                 "StageModule: expected hidden states [b, s, ", spec_.d_model, "], got ",
                 input.scalar_type(), " ", input.sizes());
-    x = input;
+    x = input.to(compute_);
   }
   const std::int64_t head_dim = spec_.d_model / spec_.n_heads;
   const std::int64_t seq_len = x.size(1) * (tp_.sequence_parallel ? tp_.size : 1);

@@ -21,13 +21,23 @@
 // The q/k/v/o, w1/w2/w3 and head weights are SplitLinear layers: a backward run under a
 // StashGuard (models/split_linear.hpp) defers their weight gradients to the stash (I), and
 // WeightGradStash::apply() computes them later (W). The norm and embedding weights get their
-// gradients during the backward either way.
+// gradients during the backward either way. All of the stage's split layers share one StashSlot
+// (stash_slot()).
+//
+// The parameters have the constructor's dtype (the master weights); the stage computes in its
+// compute dtype (training.precision): the embedding's output and the incoming hidden states are
+// cast to it, the norms and split layers compute in their input's dtype with cast copies of
+// their weights, and the logits and the loss are fp32. bf16 compute with fp32 parameters is
+// mixed-precision training with fp32 master weights and optimizer state (Micikevicius et al.
+// 2018), the weight gradients cast to fp32 as they accumulate.
 #pragma once
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/moduledict.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/cost_model.hpp"
@@ -55,11 +65,11 @@ class StageModule : public torch::nn::Module {
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
-              TensorParallelGroup tp = {});
+              TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {});
   /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model,
-  /// scenario.training.seed and scenario.layout.recompute, as member `tp` of its
-  /// tensor-parallel group. The device and dtype are the caller's choice (runtime.device and
-  /// training.precision are not read here).
+  /// scenario.training.seed and scenario.layout.recompute, computing at
+  /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
+  /// the parameters' dtype are the caller's choice (runtime.device is not read here).
   StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, TensorParallelGroup tp = {});
 
@@ -79,6 +89,11 @@ class StageModule : public torch::nn::Module {
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
   const TensorParallelGroup& tensor_parallel() const { return tp_; }
+  /// The dtype of the hidden states and of the split layers' products (the constructor's
+  /// `compute`, by default the parameters' dtype).
+  torch::ScalarType compute_dtype() const { return compute_; }
+  /// The slot whose active stash defers the stage's split-layer weight gradients (StashGuard).
+  StashSlot& stash_slot() { return *slot_; }
   /// The parameters every tensor-parallel member holds whole (the norm weights). Under sequence
   /// parallelism each member's gradient of them covers its sequence shard only, so the group
   /// must sum those gradients before the optimizer step (Korthikanti et al. 2022 §4.2.2).
@@ -92,6 +107,8 @@ class StageModule : public torch::nn::Module {
   bool has_head_;
   Recompute recompute_;
   TensorParallelGroup tp_;
+  torch::ScalarType compute_;
+  std::shared_ptr<StashSlot> slot_ = std::make_shared<StashSlot>();
   TokenEmbedding embed_{nullptr};
   torch::nn::ModuleDict layer_dict_{nullptr};
   std::vector<DecoderLayer> layers_;

@@ -138,7 +138,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
           break;
         case ActionKind::I: {
           stages.at(a.stage).prepare_gradients();
-          nn::StashGuard guard(&stashes[key]);
+          nn::StashGuard guard(run.module->stash_slot(), &stashes[key]);
           run.backward(take(outputs, key, a));
           break;
         }

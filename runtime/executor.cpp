@@ -183,7 +183,7 @@ void Executor::run_backward(const Action& a, bool split) {
   const bool last = a.stage == schedule_.layout.num_stages() - 1;
   torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
   {
-    nn::StashGuard guard(split ? &stashes_[key] : nullptr);
+    nn::StashGuard guard(stage_of(a).module->stash_slot(), split ? &stashes_[key] : nullptr);
     if (last) {
       (output / schedule_.layout.microbatches).backward();
     } else {
@@ -249,7 +249,8 @@ void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
   const int64_t sequence = scenario_.model.seq_len / (spec.sequence_parallel ? spec.tp : 1);
   const std::vector<torch::Tensor> message{
-      torch::empty({spec.micro_batch_size, sequence, scenario_.model.d_model}, torch::kFloat32),
+      torch::empty({spec.micro_batch_size, sequence, scenario_.model.d_model},
+                   stage_of(a).module->compute_dtype()),
       torch::empty({1}, torch::kFloat64)};
   const double start = clock_.now();
   for (const auto& work : transfer(a, message)) wait(work, a, {process_of(peer_rank(a))});

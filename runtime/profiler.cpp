@@ -62,7 +62,7 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
     out = run.forward();
     nn::WeightGradStash stash;
     const double input_backward = timed([&] {
-      nn::StashGuard guard(&stash);
+      nn::StashGuard guard(run.module->stash_slot(), &stash);
       run.backward(out);
     });
     const double weight_backward = timed([&] { stash.apply(); });

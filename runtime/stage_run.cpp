@@ -10,9 +10,11 @@ StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const Token
   const int b = scenario.layout.micro_batch_size;
   const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
   batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
-  input = stage.has_embedding ? batch.inputs
-                              : torch::randn({b, sequence, m.d_model}).requires_grad_(true);
-  grad = torch::randn({b, sequence, m.d_model}) * 1e-3;
+  const torch::ScalarType compute = module->compute_dtype();
+  input = stage.has_embedding
+              ? batch.inputs
+              : torch::randn({b, sequence, m.d_model}).to(compute).requires_grad_(true);
+  grad = (torch::randn({b, sequence, m.d_model}) * 1e-3).to(compute);
 }
 
 torch::Tensor StageRun::forward() {

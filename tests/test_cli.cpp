@@ -232,7 +232,8 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
   for (const char* command : {"train ", "run ", "profile "})
     for (const std::string& set :
          {std::string("runtime.device=cuda"), std::string("runtime.backend=nccl"),
-          std::string("training.precision=bf16"), std::string("model.family=gpt2"),
+          std::string("training.grad_precision=bf16 --set training.precision=bf16"),
+          std::string("model.family=gpt2"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
                       "layout.sequence_parallel=true --set cluster.ranks_per_device=6")}) {
       const Result result = run_dtwin(command + kQuickstart + " --set " + set);

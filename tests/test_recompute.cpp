@@ -47,7 +47,7 @@ Pass run(Recompute recompute, bool split = false) {
   pass.output_node = y.grad_fn()->name();
   nn::WeightGradStash stash;
   {
-    nn::StashGuard guard(split ? &stash : nullptr);
+    nn::StashGuard guard(stage.stash_slot(), split ? &stash : nullptr);
     y.backward(grad_out);
   }
   if (split) {

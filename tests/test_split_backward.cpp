@@ -2,6 +2,8 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "models/split_linear.hpp"
 #include "models/stage_module.hpp"
 #include "tests/tiny_llama.hpp"
@@ -48,7 +50,8 @@ TEST_CASE("split_linear matches matmul in forward and backward", "[torch][split]
   const torch::Tensor w = torch::randn({6, 4}, torch::requires_grad());
   const torch::Tensor x2 = x.detach().clone().requires_grad_(true);
   const torch::Tensor w2 = w.detach().clone().requires_grad_(true);
-  const torch::Tensor y = dtwin::nn::split_linear(x, w);
+  dtwin::nn::StashSlot slot;
+  const torch::Tensor y = dtwin::nn::split_linear(x, w, slot);
   const torch::Tensor y2 = torch::matmul(x2, w2.t());
   CHECK(torch::allclose(y, y2));
   const torch::Tensor g = torch::randn({3, 5, 6});
@@ -60,19 +63,37 @@ TEST_CASE("split_linear matches matmul in forward and backward", "[torch][split]
 
 TEST_CASE("StashGuard nests and restores the active stash", "[torch][split]") {
   WeightGradStash outer, inner;
-  CHECK(dtwin::nn::active_stash() == nullptr);
+  dtwin::nn::StashSlot slot;
   {
-    StashGuard a(&outer);
-    CHECK(dtwin::nn::active_stash() == &outer);
+    StashGuard a(slot, &outer);
+    CHECK(slot.active == &outer);
     {
-      StashGuard b(&inner);
-      CHECK(dtwin::nn::active_stash() == &inner);
-      StashGuard none(nullptr);
-      CHECK(dtwin::nn::active_stash() == nullptr);
+      StashGuard b(slot, &inner);
+      CHECK(slot.active == &inner);
+      StashGuard none(slot, nullptr);
+      CHECK(slot.active == nullptr);
     }
-    CHECK(dtwin::nn::active_stash() == &outer);
+    CHECK(slot.active == &outer);
   }
-  CHECK(dtwin::nn::active_stash() == nullptr);
+  CHECK(slot.active == nullptr);
+}
+
+// LibTorch's autograd engine runs CUDA tensors' backward functions on its device threads, not
+// on the thread that armed the stash: the stash must reach them through the slot.
+TEST_CASE("the stash reaches a backward run on another thread", "[torch][split]") {
+  const ModelSpec spec = tiny_llama();
+  const Batch data = batch(spec);
+  StageModule split(spec, 0, 4, true, true, kSplitSeed);
+  WeightGradStash stash;
+  const torch::Tensor loss = split.forward(data.ids, data.targets);
+  StashGuard guard(split.stash_slot(), &stash);
+  std::thread([&] { loss.backward(); }).join();
+  CHECK(stash.size() == 4 * 7 + 1);
+  for (const auto& [name, grad] : snapshot(split, true))
+    if (is_split_linear(name)) {
+      INFO(name);
+      CHECK_FALSE(grad.defined());
+    }
 }
 
 TEST_CASE("I then W gives the gradients of B on the whole model", "[torch][split]") {
@@ -87,7 +108,7 @@ TEST_CASE("I then W gives the gradients of B on the whole model", "[torch][split
   WeightGradStash stash;
   const torch::Tensor loss = split.forward(data.ids, data.targets);
   {
-    StashGuard guard(&stash);
+    StashGuard guard(split.stash_slot(), &stash);
     loss.backward();
   }
   CHECK(stash.size() == 4 * 7 + 1);  // q, k, v, o, w1, w2, w3 per layer and the head
@@ -128,7 +149,7 @@ TEST_CASE("I then W through two stages gives the gradients of B", "[torch][split
 
   WeightGradStash last_stash, first_stash;
   {
-    StashGuard guard(&last_stash);  // I of the last stage
+    StashGuard guard(last.stash_slot(), &last_stash);  // I of the last stage
     loss.backward();
   }
   REQUIRE(boundary.grad().defined());
@@ -140,7 +161,8 @@ TEST_CASE("I then W through two stages gives the gradients of B", "[torch][split
     }
 
   {
-    StashGuard guard(&first_stash);  // I of the first stage, before the last stage's W
+    StashGuard guard(first.stash_slot(),
+                     &first_stash);  // I of the first stage, before the last stage's W
     hidden.backward(boundary.grad());
   }
   for (const auto& [name, grad] : snapshot(first, true))
@@ -171,7 +193,7 @@ TEST_CASE("W accumulates into existing gradients like B does", "[torch][split]")
   WeightGradStash stash;
   {
     const torch::Tensor loss = split.forward(data.ids, data.targets);  // microbatch 1: I, W
-    StashGuard guard(&stash);
+    StashGuard guard(split.stash_slot(), &stash);
     loss.backward();
   }
   stash.apply();
