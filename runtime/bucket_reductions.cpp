@@ -43,7 +43,7 @@ c10::intrusive_ptr<c10d::Work> ReduceScatterBuckets::post(const GradientBuckets&
 }
 
 void ReduceScatterBuckets::complete(const GradientBuckets& /*buckets*/) {
-  torch::Tensor reduced = torch::zeros({zero_.shard_elements()}, torch::kFloat32);
+  torch::Tensor reduced = torch::zeros({zero_.shard_elements()}, zero_.full_gradients().options());
   for (const auto& [bucket, part] : parts_)
     reduced.narrow(0, part.shard_offset, part.sum.numel()).copy_(part.sum);
   parts_.clear();

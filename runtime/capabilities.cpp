@@ -1,5 +1,6 @@
 #include "runtime/capabilities.hpp"
 
+#include "runtime/rank_device.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/user_error.hpp"
 
@@ -18,11 +19,12 @@ void check_runtime_supports(const Scenario& scenario) {
   const TrainingSpec& t = scenario.training;
   const LayoutSpec& l = scenario.layout;
   const Requirement requirements[] = {
-      {r.device == RuntimeDevice::Cpu, "runtime.device",
-       std::string(kRuntimeDeviceNames.name(r.device)),
-       "cpu (the runtime executes schedules on the CPU only for now)"},
-      {r.backend == Backend::Gloo, "runtime.backend", std::string(kBackendNames.name(r.backend)),
-       "gloo (NCCL needs CUDA tensors, and the runtime executes on the CPU only for now)"},
+      {r.backend == Backend::Gloo || r.device == RuntimeDevice::Cuda, "runtime.backend",
+       std::string(kBackendNames.name(r.backend)), "gloo on runtime.device cpu (NCCL needs cuda)"},
+      {r.backend == Backend::Gloo || scenario.cluster.ranks_per_device == 1, "runtime.backend",
+       std::string(kBackendNames.name(r.backend)),
+       "gloo when ranks share a device (cluster.ranks_per_device > 1): NCCL runs one rank per "
+       "GPU"},
       {m.family == ModelFamily::Llama, "model.family",
        std::string(kModelFamilyNames.name(m.family)),
        "llama (the runtime builds LLaMA stages; gpt2 is simulated only)"},
@@ -37,6 +39,13 @@ void check_runtime_supports(const Scenario& scenario) {
   for (const Requirement& q : requirements)
     if (!q.met)
       throw UserError(where + q.key + ": expected " + q.expected + ", got '" + q.got + "'");
+  if (r.device == RuntimeDevice::Cuda) {
+    try {
+      gpu_of_local_rank(r.backend, 0, 1, visible_gpus());
+    } catch (const UserError& error) {
+      throw UserError(where + error.what());
+    }
+  }
 }
 
 }  // namespace dtwin::rt

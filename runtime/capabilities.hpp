@@ -7,10 +7,10 @@ namespace dtwin::rt {
 
 /// Throws UserError (bad input, exit 2) naming the scenario key when the scenario
 /// asks for something the runtime cannot run rather than silently running something else:
-/// runtime.device cuda and runtime.backend nccl (execution on CUDA devices is not implemented
-/// yet, even in CUDA builds), model.family gpt2 (simulated only) or training.precision bf16 (the
-/// runtime trains in fp32 for now), and the layouts simulated only: tp_comm_overlap and
-/// offload.
+/// runtime.device cuda in a build without CUDA or on a host without a visible GPU,
+/// runtime.backend nccl on the CPU or with ranks sharing a device (cluster.ranks_per_device > 1),
+/// model.family gpt2 (simulated only), training.grad_precision bf16 (gradients are reduced in
+/// fp32), and the layouts simulated only: tp_comm_overlap and offload.
 void check_runtime_supports(const Scenario& scenario);
 
 }  // namespace dtwin::rt

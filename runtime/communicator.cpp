@@ -23,8 +23,8 @@ std::string join(const std::vector<int>& ranks) {
 }  // namespace
 
 Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend,
-                           double timeout_s)
-    : rank_(env.rank), world_size_(env.world_size) {
+                           double timeout_s, torch::Device device)
+    : rank_(env.rank), world_size_(env.world_size), device_(device) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
   hosts_store_ = server;
   store_ = tcp_store(env.master_addr, env.master_port, server, timeout_s);
@@ -48,7 +48,7 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   // Resolved once, outside the rendezvous: a host without a route to MASTER_ADDR is this rank's
   // failure, not a lost peer.
   const GlooBinding bind{env.gloo_interfaces.empty() ? local_address_toward(env.master_addr) : "",
-                         env.gloo_interfaces};
+                         env.gloo_interfaces, device.is_cuda()};
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     pipeline_ = make_group(backend, store_, "pipeline/" + std::to_string(replica) + member,

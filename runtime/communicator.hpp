@@ -3,6 +3,7 @@
 // one per tensor-parallel group, plus heartbeats that name a lost rank.
 #pragma once
 
+#include <torch/types.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -24,16 +25,20 @@ class Communicator {
   /// index, indexed by pipeline rank), DP group (the dp processes of its pipeline rank and
   /// tensor-parallel index, indexed by replica) and, when layout.tp > 1, tensor-parallel group
   /// (the tp processes of its schedule rank, indexed by tp index), all on `backend`
-  /// (runtime.backend, see make_group). env.rank is the process rank (sched::Layout::process).
+  /// (runtime.backend, see make_group) for tensors on `device` (Gloo takes a GPU's tensors
+  /// through host copies). env.rank is the process rank (sched::Layout::process).
   /// Every wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store
   /// cannot be hosted or reached, and RankLost naming the ranks that never joined when a group
   /// cannot be formed; the heartbeat thread is stopped and joined on every path.
-  Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s);
+  Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s,
+               torch::Device device = torch::kCPU);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
   int rank() const { return rank_; }
   double origin() const { return origin_; }
+  /// Where the tensors handed to its groups live (NCCL takes GPU tensors only).
+  const torch::Device& device() const { return device_; }
   c10d::Backend& world() { return *world_; }
   c10d::Backend& pipeline() { return *pipeline_; }
   c10d::Backend& data_parallel() { return *data_parallel_; }
@@ -77,6 +82,7 @@ class Communicator {
   int world_size_;
   bool hosts_store_ = false;
   double origin_ = 0;
+  torch::Device device_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
   c10::intrusive_ptr<c10d::Backend> world_;

@@ -60,6 +60,8 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
       comm_(comm),
       data_(data),
       clock_(clock),
+      device_(comm.device()),
+      timer_(make_action_timer(device_, clock)),
       handlers_{{ActionKind::F, &Executor::forward},
                 {ActionKind::B, &Executor::backward},
                 {ActionKind::I, &Executor::input_backward},
@@ -88,8 +90,9 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
 Executor::StepResult Executor::run_step(int64_t step) {
   step_ = step;
   events_.clear();
-  loss_sum_ = 0;
+  loss_sum_ = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
   loss_count_ = 0;
+  timer_->begin_step();
   const sched::ActionList& actions = schedule_.ranks.at(rank_);
   for (std::size_t index = 0; index < actions.size(); ++index) {
     const Action& a = actions[index];
@@ -99,6 +102,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
     exposed_ = 0;
     inject_fault(sched::kind_name(a.kind), step + 1);
     const double start = clock_.now();
+    timer_->start(index);
     const bool armed = arm_buckets(a, index);
     const double collectives_start = nn::tensor_parallel_seconds();
     (this->*handler->second)(a);
@@ -106,6 +110,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
     // them.
     if (sched::is_compute(a.kind)) exposed_ += nn::tensor_parallel_seconds() - collectives_start;
     if (armed) buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused ones
+    timer_->end(index);
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
   }
   // Gloo completes a send only when its sender waits for it, so the sends are waited for here,
@@ -120,13 +125,14 @@ Executor::StepResult Executor::run_step(int64_t step) {
     event.exposed_comm = event.end - start;
   }
   sends_.clear();
+  timer_->finish_step(events_);
   inputs_.clear();
   outputs_.clear();
   activations_.clear();
   gradients_.clear();
   input_grads_.clear();
   stashes_.clear();
-  return {events_, loss_sum_, loss_count_};
+  return {events_, loss_count_ > 0 ? loss_sum_.item<double>() : 0, loss_count_};
 }
 
 void Executor::wait(c10::intrusive_ptr<c10d::Work> work, const Action& a,
@@ -155,9 +161,12 @@ void Executor::forward(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
   const bool first = a.stage == 0, last = a.stage == layout.num_stages() - 1;
   Batch batch;
-  if (first || last)
+  if (first || last) {
     batch = data_.batch(step_, layout.dp_index(rank_), a.microbatch, layout.dp, layout.microbatches,
                         spec.micro_batch_size, scenario_.training.seed);
+    batch.inputs = batch.inputs.to(device_);
+    batch.targets = batch.targets.to(device_);
+  }
   torch::Tensor input;
   if (first) {
     input = batch.inputs;
@@ -169,7 +178,7 @@ void Executor::forward(const Action& a) {
   }
   torch::Tensor output = stage.module->forward(input, last ? batch.targets : torch::Tensor());
   if (last) {
-    loss_sum_ += output.item<double>();
+    loss_sum_ += output.detach().to(torch::kFloat64);
     ++loss_count_;
   } else if (local_stage(a.stage + 1)) {
     activations_[{a.stage + 1, a.microbatch}] = output;
@@ -240,22 +249,24 @@ void Executor::send(const Action& a) {
   } else {
     tensor = take(input_grads_, key, rank_, a, of_microbatch("the input gradient", a));
   }
-  const std::vector<torch::Tensor> message{tensor.contiguous(),
-                                           torch::full({1}, clock_.now(), torch::kFloat64)};
+  std::vector<torch::Tensor> message{tensor.contiguous()};
+  if (device_.is_cpu()) message.push_back(torch::full({1}, clock_.now(), torch::kFloat64));
   sends_.push_back({transfer(a, message), message, events_.size(), process_of(peer_rank(a))});
 }
 
 void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
   const int64_t sequence = scenario_.model.seq_len / (spec.sequence_parallel ? spec.tp : 1);
-  const std::vector<torch::Tensor> message{
+  std::vector<torch::Tensor> message{
       torch::empty({spec.micro_batch_size, sequence, scenario_.model.d_model},
-                   stage_of(a).module->compute_dtype()),
-      torch::empty({1}, torch::kFloat64)};
+                   torch::TensorOptions(stage_of(a).module->compute_dtype()).device(device_))};
+  if (device_.is_cpu()) message.push_back(torch::empty({1}, torch::kFloat64));
   const double start = clock_.now();
   for (const auto& work : transfer(a, message)) wait(work, a, {process_of(peer_rank(a))});
-  const double posted = message[1].item<double>();
-  exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));
+  if (device_.is_cpu()) {
+    const double posted = message[1].item<double>();
+    exposed_ = std::max(0.0, clock_.now() - std::max(start, posted));
+  }
   const Key key{a.stage, a.microbatch};
   if (a.kind == ActionKind::RECV_F)
     activations_[key] = message[0];

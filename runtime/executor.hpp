@@ -1,12 +1,14 @@
 // The executor: walks one rank's lowered action list through a dispatch table from action kind
 // to handler, and times every action on the run's common clock.
 //
-// A transfer (SEND/RECV pair) is two Gloo messages on the pipeline group, since a Gloo send
-// carries exactly one tensor: first the activation or gradient itself, exactly as computed
-// (tag sched::transfer_tag), then the time its sender posted it, one float64 in seconds on the
-// run clock (tag transfer_tag + transfer_tag_count, a tag space of its own). The receiver counts
-// as exposed communication the part of its wait after both it and the sender were ready:
-// now - max(receive start, posted).
+// On the CPU a transfer (SEND/RECV pair) is two Gloo messages on the pipeline group, since a
+// Gloo send carries exactly one tensor: first the activation or gradient itself, exactly as
+// computed (tag sched::transfer_tag), then the time its sender posted it, one float64 in seconds
+// on the run clock (tag transfer_tag + transfer_tag_count, a tag space of its own). The receiver
+// counts as exposed communication the part of its wait after both it and the sender were ready:
+// now - max(receive start, posted). On a GPU a transfer is the tensor alone, and the timeline
+// comes from CUDA events (runtime/action_timer.hpp): a RECV lasts as long as the compute stream
+// waited for it.
 #pragma once
 
 #include <torch/torch.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "models/scenario.hpp"
+#include "runtime/action_timer.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/data/token_dataset.hpp"
@@ -35,8 +38,8 @@ class Executor {
 
   /// `process` is this process's rank (sched::Layout::process); it runs the actions of its
   /// schedule rank. `stages` are its modules (build_rank_model, with their ZeroStage when
-  /// layout.zero > 0, as its member of the tensor-parallel group); all references must outlive
-  /// it.
+  /// layout.zero > 0, as its member of the tensor-parallel group) on comm.device(), where the
+  /// batches go too; all references must outlive it.
   Executor(const Scenario& scenario, const sched::Schedule& schedule, int process,
            std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
            const RunClock& clock);
@@ -130,6 +133,8 @@ class Executor {
   Communicator& comm_;
   const TokenDataset& data_;
   const RunClock& clock_;
+  torch::Device device_;
+  std::unique_ptr<ActionTimer> timer_;
   std::map<sched::ActionKind, Handler> handlers_;
 
   // Per-step state.
@@ -153,7 +158,7 @@ class Executor {
   };
   std::vector<PendingSend> sends_;
   std::vector<trace::TimedAction> events_;
-  double loss_sum_ = 0;
+  torch::Tensor loss_sum_;  // float64 on device_, read once at the step's end
   int loss_count_ = 0;
   double peak_model_state_bytes_ = 0;
 };

@@ -17,8 +17,9 @@ ZeroStage& Executor::zero_of(const sched::Action& a) {
 
 double Executor::latest_start(double start, const std::string& what) {
   const int dp = schedule_.layout.dp;
-  torch::Tensor mine = torch::full({1}, start, torch::kFloat64);
-  torch::Tensor all = torch::empty({dp}, torch::kFloat64);
+  const auto options = torch::TensorOptions(torch::kFloat64).device(comm_.device());
+  torch::Tensor mine = torch::full({1}, start, options);
+  torch::Tensor all = torch::empty({dp}, options);
   const std::vector<int> peers = dp_peers();
   comm_.wait(
       comm_.post(what, peers, [&] { return comm_.data_parallel()._allgather_base(all, mine); }),
@@ -59,7 +60,7 @@ void Executor::reduce_gradients(const sched::Action& a) {
   const std::string what = sched::to_string(a);
   const double start = clock_.now();
   const double arrival = latest_start(start, what);
-  torch::Tensor shard = torch::empty({zero.shard_elements()}, torch::kFloat32);
+  torch::Tensor shard = torch::empty({zero.shard_elements()}, zero.full_gradients().options());
   const std::vector<int> peers = dp_peers();
   wait(comm_.post(what, peers,
                   [&] {

@@ -5,7 +5,8 @@ namespace dtwin::rt {
 torch::Tensor flat_gradients(const std::vector<torch::Tensor>& parameters) {
   std::vector<torch::Tensor> parts;
   for (const torch::Tensor& p : parameters)
-    parts.push_back(p.grad().defined() ? p.grad().reshape(-1) : torch::zeros({p.numel()}));
+    parts.push_back(p.grad().defined() ? p.grad().reshape(-1)
+                                       : torch::zeros({p.numel()}, p.options()));
   return torch::cat(parts);
 }
 

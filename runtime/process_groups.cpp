@@ -18,6 +18,7 @@
 
 #include "runtime/clock.hpp"
 #include "runtime/error_text.hpp"
+#include "runtime/host_staged_backend.hpp"
 #include "schedules/user_error.hpp"
 
 #if DTWIN_HAVE_CUDA
@@ -113,7 +114,9 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind.address));
     for (const std::string& interface : bind.interfaces)
       options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
+    auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
+    if (bind.host_staged) return c10::make_intrusive<HostStagedBackend>(std::move(gloo));
+    return gloo;
   }
 #if DTWIN_HAVE_CUDA
   return cuda::nccl_group(prefixed, rank, size, timeout_s);

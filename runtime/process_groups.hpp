@@ -31,6 +31,8 @@ std::string store_text(const std::vector<uint8_t>& value);
 struct GlooBinding {
   std::string address;
   std::vector<std::string> interfaces;
+  /// The tensors live on a GPU: Gloo gets them through host copies (HostStagedBackend).
+  bool host_staged = false;
 };
 
 /// The address of this host's interface that routes to `host` (MASTER_ADDR; "127.0.0.1" for
@@ -39,9 +41,9 @@ struct GlooBinding {
 std::string local_address_toward(const std::string& host);
 
 /// The process group `name` of `size` ranks, this one being `rank`, rendezvousing through the
-/// keys under "name/" in `store`. `backend` is runtime.backend: gloo (CPU tensors, and CUDA
-/// tensors in CUDA builds, over TCP from where `bind` says) or "nccl" (CUDA tensors; only in
-/// builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
+/// keys under "name/" in `store`. `backend` is runtime.backend: gloo (over TCP from where `bind`
+/// says; CUDA tensors through host copies when bind.host_staged) or "nccl" (CUDA tensors; only
+/// in builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
 /// seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a CPU-only build,
 /// and c10::Error when the rendezvous fails. The first call turns c10d's flight recorder off for
 /// the process (TORCH_FR_BUFFER_SIZE=0; process_groups.cpp says why).

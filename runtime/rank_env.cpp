@@ -73,6 +73,10 @@ std::optional<RankEnv> rank_env_from_environment() {
   env.master_port = *master_port_from_environment();
   const char* local = std::getenv("LOCAL_WORLD_SIZE");
   env.local_world_size = local ? integer("LOCAL_WORLD_SIZE", local, 1) : env.world_size;
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  env.local_rank = local_rank && *local_rank
+                       ? integer("LOCAL_RANK", local_rank, 0, env.local_world_size - 1)
+                       : env.rank % env.local_world_size;
   const char* hosted = std::getenv("DTWIN_STORE_HOSTED");
   env.store_hosted_elsewhere = hosted && std::string(hosted) == "1";
   env.gloo_interfaces = gloo_interfaces_from_environment();

@@ -33,9 +33,11 @@ std::size_t model_state_bytes(const StageState& stage);
 /// pp), as member `tp` of its tensor-parallel group (size 1: none), built from the scenario's
 /// seed so that any layout starts from the same weights, each with an AdamW optimizer (lr from
 /// training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole stage or, when
-/// layout.zero > 0, over this rank's shard of it (ZeroStage).
+/// layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters, gradients and
+/// optimizer state on `device`.
 std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
                                            const sched::Layout& layout, int rank,
-                                           const nn::TensorParallelGroup& tp = {});
+                                           const nn::TensorParallelGroup& tp = {},
+                                           torch::Device device = torch::kCPU);
 
 }  // namespace dtwin::rt

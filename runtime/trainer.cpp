@@ -18,6 +18,7 @@
 #include "runtime/fault_injection.hpp"
 #include "runtime/measured_summary.hpp"
 #include "runtime/peak_memory.hpp"
+#include "runtime/rank_device.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
@@ -33,10 +34,12 @@ std::vector<uint8_t> bytes(const std::string& text) {
 // overlap, and a measured step compares with the simulated one.
 double global_loss(Communicator& comm, const Executor::StepResult& result) {
   std::vector<torch::Tensor> sums{
-      torch::tensor({result.loss_sum, static_cast<double>(result.loss_count)}, torch::kFloat64)};
+      torch::tensor({result.loss_sum, static_cast<double>(result.loss_count)}, torch::kFloat64)
+          .to(comm.device())};
   const std::string what = "the step-end loss all-reduce";
   comm.wait(comm.post(what, {}, [&] { return comm.world().allreduce(sums); }), what, {});
-  return sums[0][0].item<double>() / sums[0][1].item<double>();
+  const torch::Tensor total = sums[0].cpu();  // on a GPU: after the reduction ran
+  return total[0].item<double>() / total[1].item<double>();
 }
 
 class Progress {
@@ -123,12 +126,13 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
 
   const CostModel cost(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
-  Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s);
+  const torch::Device device = rank_device(scenario.runtime, env);
+  Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device);
   const RunClock clock(comm.origin());
   const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
   const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
                                    scenario.layout.sequence_parallel};
-  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, rank, tp);
+  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, rank, tp, device);
 
   arm_fault_injection(env.rank);
   const int64_t first_step =

@@ -41,7 +41,8 @@ ZeroStage::ZeroStage(nn::StageModule& module, int zero, int dp, int replica,
   int64_t elements = 0;
   for (const torch::Tensor& p : parameters) elements += p.numel();
   shard_elements_ = (elements + dp - 1) / dp;
-  full_ = torch::zeros({shard_elements_ * dp}, torch::kFloat32);
+  full_ = torch::zeros({shard_elements_ * dp},
+                       torch::TensorOptions(torch::kFloat32).device(parameters.at(0).device()));
   full_grad_ = torch::zeros_like(full_);
   int64_t offset = 0;
   for (torch::Tensor& p : parameters) {

@@ -1,0 +1,42 @@
+#include "runtime/cuda/event_timer.hpp"
+
+#include <c10/cuda/CUDAFunctions.h>
+
+#include "schedules/schedule.hpp"
+
+namespace dtwin::rt::cuda {
+
+at::cuda::CUDAEvent& EventTimer::event(std::vector<at::cuda::CUDAEvent>& events, std::size_t i) {
+  while (events.size() <= i) events.emplace_back(cudaEventDefault);  // timing enabled
+  return events[i];
+}
+
+void EventTimer::begin_step() {
+  c10::cuda::device_synchronize();
+  anchor_seconds_ = clock_.now();
+  anchor_.record();
+}
+
+void EventTimer::start(std::size_t i) {
+  event(starts_, i).record();
+}
+
+void EventTimer::end(std::size_t i) {
+  event(ends_, i).record();
+}
+
+void EventTimer::finish_step(std::vector<trace::TimedAction>& events) {
+  if (events.empty()) return;
+  ends_.at(events.size() - 1).synchronize();
+  const auto seconds = [&](const at::cuda::CUDAEvent& e) {
+    return anchor_seconds_ + static_cast<double>(anchor_.elapsed_time(e)) / 1e3;
+  };
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    trace::TimedAction& event = events[i];
+    event.start = seconds(starts_.at(i));
+    event.end = seconds(ends_.at(i));
+    if (!sched::is_compute(event.action.kind)) event.exposed_comm = event.end - event.start;
+  }
+}
+
+}  // namespace dtwin::rt::cuda

@@ -1,0 +1,53 @@
+#include "runtime/rank_device.hpp"
+
+#include <torch/cuda.h>
+
+#include <string>
+
+#include "schedules/user_error.hpp"
+
+#if DTWIN_HAVE_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+namespace dtwin::rt {
+
+int gpu_of_local_rank(Backend backend, int local_rank, int local_ranks, int gpus) {
+  if (gpus < 1)
+    throw UserError(
+        "runtime.device: expected cuda on a host with a GPU, got cuda and no GPU visible to "
+        "this process (a CUDA build of dtwin, a driver and CUDA_VISIBLE_DEVICES are needed)");
+  if (backend == Backend::Nccl && local_ranks > gpus)
+    throw UserError("runtime.backend: expected gloo for " + std::to_string(local_ranks) +
+                    " ranks on a host with " + std::to_string(gpus) +
+                    " GPU(s), got nccl (NCCL runs one rank per GPU; Gloo lets ranks share one)");
+  return local_rank % gpus;
+}
+
+int visible_gpus() {
+#if DTWIN_HAVE_CUDA
+  return static_cast<int>(torch::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
+torch::Device rank_device(const RuntimeSpec& runtime, const RankEnv& env) {
+  if (runtime.device == RuntimeDevice::Cpu) return torch::kCPU;
+  const int gpu =
+      gpu_of_local_rank(runtime.backend, env.local_rank, env.local_world_size, visible_gpus());
+#if DTWIN_HAVE_CUDA
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(gpu));
+#endif
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(gpu)};
+}
+
+void synchronize(const torch::Device& device) {
+#if DTWIN_HAVE_CUDA
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+#else
+  (void)device;
+#endif
+}
+
+}  // namespace dtwin::rt
