@@ -228,10 +228,39 @@ TEST_CASE("dtwin compare exits 2 naming the missing, malformed or mismatched fil
   CHECK(run_dtwin("compare").exit_code == 2);
 }
 
+TEST_CASE("every scenario in scenarios/ simulates") {
+  int count = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(DTWIN_SOURCE_DIR) + "/scenarios")) {
+    const std::string out = "simulate-" + entry.path().stem().string();
+    const Result result = run_dtwin("simulate " + entry.path().string() + " -o " + out);
+    INFO(entry.path() << "\n" << result.output);
+    CHECK(result.exit_code == 0);
+    CHECK(std::filesystem::exists(out + "/predicted.summary.json"));
+    std::filesystem::remove_all(out);
+    ++count;
+  }
+  CHECK(count >= 15);
+}
+
+TEST_CASE("train refuses the H100 scenarios with no GPU visible, and NCCL with ranks sharing one") {
+  const std::string h100 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/h100-";
+  const Result single = dtwin::test::run_process("CUDA_VISIBLE_DEVICES= " + std::string(DTWIN_EXE) +
+                                                 " train " + h100 + "single.yaml -o train-h100");
+  CHECK(single.exit_code == 2);
+  CHECK_THAT(single.output, Catch::Contains("runtime.device") && Catch::Contains("no GPU"));
+  const Result shared =
+      run_dtwin("train " + h100 + "pp4-shared.yaml --set runtime.backend=nccl -o train-h100");
+  CHECK(shared.exit_code == 2);
+  CHECK_THAT(shared.output,
+             Catch::Contains("runtime.backend") && Catch::Contains("cluster.ranks_per_device"));
+  CHECK_FALSE(std::filesystem::exists("train-h100/loss.csv"));
+}
+
 TEST_CASE("train, run and profile refuse what this build cannot execute, with exit 2") {
   for (const char* command : {"train ", "run ", "profile "})
     for (const std::string& set :
-         {std::string("runtime.device=cuda"), std::string("runtime.backend=nccl"),
+         {std::string("runtime.backend=nccl"),
           std::string("training.grad_precision=bf16 --set training.precision=bf16"),
           std::string("model.family=gpt2"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
