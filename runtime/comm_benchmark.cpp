@@ -8,20 +8,34 @@
 #include "runtime/clock.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
+#include "runtime/rank_device.hpp"
 
 namespace dtwin::rt {
 
-double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats) {
-  std::vector<torch::Tensor> buffer{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
+namespace {
+
+// Waits for `work`, and on a GPU for the stream it made wait (NCCL's wait() does not block the
+// host).
+void finish(const c10::intrusive_ptr<c10d::Work>& work, const torch::Device& device) {
+  work->wait();
+  synchronize(device);
+}
+
+}  // namespace
+
+double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
+                       const torch::Device& device) {
+  std::vector<torch::Tensor> buffer{
+      torch::zeros({std::max<int64_t>(1, bytes / 4)}, torch::TensorOptions().device(device))};
   std::vector<double> times;
   for (int i = -2; i < repeats; ++i) {
     const double start = wall_seconds();
     if (starts) {
-      group.send(buffer, peer, i + 2)->wait();
-      group.recv(buffer, peer, i + 2)->wait();
+      finish(group.send(buffer, peer, i + 2), device);
+      finish(group.recv(buffer, peer, i + 2), device);
     } else {
-      group.recv(buffer, peer, i + 2)->wait();
-      group.send(buffer, peer, i + 2)->wait();
+      finish(group.recv(buffer, peer, i + 2), device);
+      finish(group.send(buffer, peer, i + 2), device);
     }
     if (i >= 0) times.push_back((wall_seconds() - start) / 2);
   }
@@ -29,15 +43,16 @@ double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes
 }
 
 std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,
-                                             int repeats) {
+                                             int repeats, const torch::Device& device) {
   std::vector<AllReducePoint> points;
   for (double bytes : sizes) {
-    std::vector<torch::Tensor> buffer{torch::ones({std::max<int64_t>(1, bytes / 4)})};
+    std::vector<torch::Tensor> buffer{
+        torch::ones({std::max<int64_t>(1, bytes / 4)}, torch::TensorOptions().device(device))};
     std::vector<double> times;
     for (int i = -2; i < repeats; ++i) {
-      group.barrier()->wait();
+      finish(group.barrier(), device);
       const double start = wall_seconds();
-      group.allreduce(buffer)->wait();
+      finish(group.allreduce(buffer), device);
       if (i >= 0) times.push_back(wall_seconds() - start);
     }
     points.push_back({bytes, median(times)});
@@ -46,19 +61,21 @@ std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::ve
 }
 
 std::vector<AllReducePoint> half_ring_points(c10d::Backend& group, const std::vector<double>& sizes,
-                                             int repeats, bool gather) {
+                                             int repeats, bool gather,
+                                             const torch::Device& device) {
   const int64_t n = group.getSize();
+  const auto on_device = torch::TensorOptions().device(device);
   std::vector<AllReducePoint> points;
   for (double bytes : sizes) {
     const int64_t shard = std::max<int64_t>(1, static_cast<int64_t>(bytes / 4) / n);
-    torch::Tensor whole = torch::ones({shard * n});
-    torch::Tensor part = torch::ones({shard});
+    torch::Tensor whole = torch::ones({shard * n}, on_device);
+    torch::Tensor part = torch::ones({shard}, on_device);
     std::vector<double> times;
     for (int i = -2; i < repeats; ++i) {
-      group.barrier()->wait();
+      finish(group.barrier(), device);
       const double start = wall_seconds();
-      (gather ? group._allgather_base(whole, part) : group._reduce_scatter_base(part, whole))
-          ->wait();
+      finish(gather ? group._allgather_base(whole, part) : group._reduce_scatter_base(part, whole),
+             device);
       if (i >= 0) times.push_back(wall_seconds() - start);
     }
     points.push_back({bytes, median(times)});
@@ -67,41 +84,58 @@ std::vector<AllReducePoint> half_ring_points(c10d::Backend& group, const std::ve
 }
 
 void measure_communication(Profile& profile, double message_bytes, int allreduce_ranks,
-                           const std::vector<double>& allreduce_bytes, int repeats, bool sharded) {
+                           const std::vector<double>& allreduce_bytes, int repeats, bool sharded,
+                           const RuntimeSpec& runtime) {
+  const bool gpus = runtime.device == RuntimeDevice::Cuda;
+  const int visible = gpus ? visible_gpus() : 0;
+  const auto nccl_fits = [&](int ranks) {
+    return runtime.backend == Backend::Nccl && visible >= ranks;
+  };
   // A ping-pong takes tens of microseconds: many, so that a moment of other load on the host
   // does not set the median (15 of them once measured 173 MB/s beside a busy process, not 6 GB/s).
   constexpr int kMinPingPongs = 200;
   const int pings = std::max(repeats, kMinPingPongs);
-  run_as_thread_group(2, "p2p", [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
-    c10d::Backend& group = *backend;
-    const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, pings);
-    const double large = one_way_seconds(group, 1 - rank, rank == 0, message_bytes, pings);
-    if (rank == 0) {
-      profile.p2p_latency = latency;
-      profile.p2p_bandwidth = message_bytes / std::max(large - latency, 1e-9);
-    }
-  });
+  run_as_thread_group(
+      2, "p2p",
+      [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
+        c10d::Backend& group = *backend;
+        const torch::Device device = thread_group_device(gpus, rank);
+        const double latency = one_way_seconds(group, 1 - rank, rank == 0, 4, pings, device);
+        const double large =
+            one_way_seconds(group, 1 - rank, rank == 0, message_bytes, pings, device);
+        if (rank == 0) {
+          profile.p2p_latency = latency;
+          profile.p2p_bandwidth = message_bytes / std::max(large - latency, 1e-9);
+        }
+      },
+      nccl_fits(2) ? Backend::Nccl : Backend::Gloo, gpus);
   profile.allreduce.clear();
-  profile.allreduce_ranks = allreduce_ranks >= 2 ? allreduce_ranks : 0;
-  if (allreduce_ranks < 2) return;
+  // NCCL needs a GPU per rank: on a host with fewer the curve is left out, and the simulator's
+  // link model stands in for it.
+  const bool measurable = runtime.backend == Backend::Gloo || nccl_fits(allreduce_ranks);
+  profile.allreduce_ranks = allreduce_ranks >= 2 && measurable ? allreduce_ranks : 0;
+  if (profile.allreduce_ranks == 0) return;
   profile.allgather.clear();
   profile.reduce_scatter.clear();
-  run_as_thread_group(allreduce_ranks, "allreduce",
-                      [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
-                        c10d::Backend& group = *backend;
-                        std::vector<AllReducePoint> points =
-                            allreduce_points(group, allreduce_bytes, repeats);
-                        std::vector<AllReducePoint> gathers, scatters;
-                        if (sharded) {
-                          gathers = half_ring_points(group, allreduce_bytes, repeats, true);
-                          scatters = half_ring_points(group, allreduce_bytes, repeats, false);
-                        }
-                        if (rank == 0) {
-                          profile.allreduce = std::move(points);
-                          profile.allgather = std::move(gathers);
-                          profile.reduce_scatter = std::move(scatters);
-                        }
-                      });
+  run_as_thread_group(
+      allreduce_ranks, "allreduce",
+      [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
+        c10d::Backend& group = *backend;
+        const torch::Device device = thread_group_device(gpus, rank);
+        std::vector<AllReducePoint> points =
+            allreduce_points(group, allreduce_bytes, repeats, device);
+        std::vector<AllReducePoint> gathers, scatters;
+        if (sharded) {
+          gathers = half_ring_points(group, allreduce_bytes, repeats, true, device);
+          scatters = half_ring_points(group, allreduce_bytes, repeats, false, device);
+        }
+        if (rank == 0) {
+          profile.allreduce = std::move(points);
+          profile.allgather = std::move(gathers);
+          profile.reduce_scatter = std::move(scatters);
+        }
+      },
+      runtime.backend, gpus);
 }
 
 }  // namespace dtwin::rt

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/split_linear.hpp"
-#include "runtime/clock.hpp"
+#include "runtime/rank_device.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/zero_stage.hpp"
 
@@ -61,8 +61,8 @@ bool follows_wait(const sched::ActionList& actions, std::size_t i) {
 // replica's slice holds this one's values; the step's work does not depend on them).
 struct ReplayStage {
   ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data,
-              const nn::TensorParallelGroup& tp)
-      : run(scenario, cost, data, tp) {
+              const nn::TensorParallelGroup& tp, torch::Device device)
+      : run(scenario, cost, data, tp, device) {
     const torch::optim::AdamWOptions options =
         torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1);
     const LayoutSpec& l = scenario.layout;
@@ -104,13 +104,13 @@ struct ReplayStage {
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp,
-                             ActionSeconds* collectives) {
+                             ActionSeconds* collectives, torch::Device device) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
   std::map<int, ReplayStage> stages;
   for (const Action& a : actions)
     if (sched::is_compute(a.kind) || a.kind == ActionKind::OPTIM)
-      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp);
+      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp, device);
   ActionSeconds seconds;
   for (int step = -warmup; step < steps; ++step) {
     std::map<std::pair<int, int>, torch::Tensor> outputs;
@@ -121,34 +121,33 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       if (follows_wait(actions, i)) evict_caches();
       StageRun& run = stages.at(a.stage).run;
       const std::pair<int, int> key{a.stage, a.microbatch};
-      const double start = wall_seconds();
       const double collectives_start = nn::tensor_parallel_seconds();
-      switch (a.kind) {
-        case ActionKind::F:
-          if (run.stage.has_embedding || run.stage.has_head)
-            run.batch =
-                data.batch(std::max(step, 0), 0, a.microbatch, layout.dp, layout.microbatches,
-                           scenario.layout.micro_batch_size, scenario.training.seed);
-          if (run.stage.has_embedding) run.input = run.batch.inputs;
-          outputs[key] = run.forward();
-          break;
-        case ActionKind::B:
-          stages.at(a.stage).prepare_gradients();
-          run.backward(take(outputs, key, a));
-          break;
-        case ActionKind::I: {
-          stages.at(a.stage).prepare_gradients();
-          nn::StashGuard guard(run.module->stash_slot(), &stashes[key]);
-          run.backward(take(outputs, key, a));
-          break;
+      const double elapsed = device_seconds(device, [&] {
+        switch (a.kind) {
+          case ActionKind::F:
+            if (run.stage.has_embedding || run.stage.has_head)
+              run.load(data.batch(std::max(step, 0), 0, a.microbatch, layout.dp,
+                                  layout.microbatches, scenario.layout.micro_batch_size,
+                                  scenario.training.seed));
+            outputs[key] = run.forward();
+            break;
+          case ActionKind::B:
+            stages.at(a.stage).prepare_gradients();
+            run.backward(take(outputs, key, a));
+            break;
+          case ActionKind::I: {
+            stages.at(a.stage).prepare_gradients();
+            nn::StashGuard guard(run.module->stash_slot(), &stashes[key]);
+            run.backward(take(outputs, key, a));
+            break;
+          }
+          case ActionKind::W:
+            take(stashes, key, a).apply();
+            break;
+          default:  // OPTIM
+            stages.at(a.stage).step();
         }
-        case ActionKind::W:
-          take(stashes, key, a).apply();
-          break;
-        default:  // OPTIM
-          stages.at(a.stage).step();
-      }
-      const double elapsed = wall_seconds() - start;
+      });
       if (step < 0) continue;
       seconds[{a.stage, a.kind}].push_back(elapsed);
       if (collectives)

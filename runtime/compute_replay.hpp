@@ -18,7 +18,8 @@ namespace dtwin::rt {
 using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<double>>;
 
 /// Runs the F, B, I, W and OPTIM actions of `rank` in `schedule` in their order, `warmup`
-/// untimed steps then `steps` timed ones, and returns the wall seconds of every timed action.
+/// untimed steps then `steps` timed ones, on `device`, and returns the seconds of every timed
+/// action (device_seconds: wall time on the CPU, CUDA events on a GPU).
 /// As in training, a microbatch's activations stay alive from its F to its B (or I), its
 /// deferred weight gradients from I to W, the first and last stages read their microbatch's
 /// tokens inside F, and gradients accumulate until OPTIM (AdamW, then zero_grad; under ZeRO the
@@ -33,6 +34,7 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp = {},
-                             ActionSeconds* collectives = nullptr);
+                             ActionSeconds* collectives = nullptr,
+                             torch::Device device = torch::kCPU);
 
 }  // namespace dtwin::rt

@@ -22,6 +22,7 @@
 #include "runtime/late_receive.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
+#include "runtime/rank_device.hpp"
 #include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
@@ -167,14 +168,22 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
   configure_threads(scenario.runtime.threads, scenario.world_size());
   const CostModel cost(scenario);
   const TokenDataset data(data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  // On a GPU the probes share it, as the ranks they stand for do (GPU rank mod the visible ones).
+  const torch::Device device =
+      scenario.runtime.device == RuntimeDevice::Cuda
+          ? use_gpu(gpu_of_local_rank(Backend::Gloo, rank, rank + 1, visible_gpus()))
+          : torch::Device(torch::kCPU);
   std::vector<std::unique_ptr<StageRun>> runs;
   for (int s : stages_of_rank(scenario, rank))
-    runs.push_back(std::make_unique<StageRun>(scenario, cost.stage(s), data));
+    runs.push_back(std::make_unique<StageRun>(scenario, cost.stage(s), data,
+                                              nn::TensorParallelGroup{}, device));
   const auto pass = [&] {
     for (const auto& run : runs) run->backward(run->forward());
+    synchronize(device);  // a pass ends when the device ran it
   };
   const auto forwards = [&] {
     for (const auto& run : runs) run->forward();
+    synchronize(device);
   };
   for (int i = 0; i < 2; ++i) pass();
   c10::intrusive_ptr<c10d::Backend> pair;  // with the other end of the late receive, once asked

@@ -19,6 +19,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/error_text.hpp"
 #include "runtime/host_staged_backend.hpp"
+#include "runtime/rank_device.hpp"
 #include "schedules/user_error.hpp"
 
 #if DTWIN_HAVE_CUDA
@@ -125,9 +126,15 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
 #endif
 }
 
+torch::Device thread_group_device(bool on_gpus, int rank) {
+  return on_gpus ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rank % visible_gpus()))
+                 : torch::Device(torch::kCPU);
+}
+
 void run_as_thread_group(
     int ranks, const std::string& name,
-    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body) {
+    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body, Backend backend,
+    bool on_gpus) {
   constexpr double kTimeout = 60;  // s
   disable_flight_recorder();       // here, before the threads, which read the environment
   auto server = tcp_store("127.0.0.1", 0, true, kTimeout);
@@ -136,9 +143,10 @@ void run_as_thread_group(
   for (int rank = 0; rank < ranks; ++rank)
     threads.emplace_back([&, rank] {
       try {
+        if (on_gpus) use_gpu(thread_group_device(true, rank).index());
         auto store = tcp_store("127.0.0.1", server->getPort(), false, kTimeout);
         body(rank,
-             make_group(Backend::Gloo, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}}));
+             make_group(backend, store, name, rank, ranks, kTimeout, {"127.0.0.1", {}, on_gpus}));
       } catch (...) {
         errors[rank] = std::current_exception();
       }

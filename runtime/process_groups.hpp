@@ -2,6 +2,7 @@
 // c10d backend per group (ProcessGroupGloo; ProcessGroupNCCL in CUDA builds).
 #pragma once
 
+#include <torch/types.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -52,13 +53,20 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const std::string& name, int rank, int size,
                                              double timeout_s, const GlooBinding& bind);
 
-/// Runs body(rank, group) on `ranks` threads of this process, each rank `rank` of one Gloo group
-/// `name` over loopback sockets and a TCPStore on a free port (measurements and tests that need
-/// a real group without processes); returns when every thread has, rethrowing the first
-/// member's exception when a body threw (the others then fail their collectives with it, at the
-/// latest after 60 s).
+/// Runs body(rank, group) on `ranks` threads of this process, each rank `rank` of one group
+/// `name` of `backend` (Gloo over loopback sockets, or NCCL) rendezvousing through a TCPStore on
+/// a free port (measurements and tests that need a real group without processes); returns when
+/// every thread has, rethrowing the first member's exception when a body threw (the others then
+/// fail their collectives with it, at the latest after 60 s). With `on_gpus` each thread first
+/// makes thread_group_device(true, rank) its current device, and Gloo takes the GPU tensors
+/// through host copies.
 void run_as_thread_group(
     int ranks, const std::string& name,
-    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body);
+    const std::function<void(int, const c10::intrusive_ptr<c10d::Backend>&)>& body,
+    Backend backend = Backend::Gloo, bool on_gpus = false);
+
+/// The device of thread `rank` of run_as_thread_group: GPU rank mod visible_gpus() `on_gpus`,
+/// else the CPU.
+torch::Device thread_group_device(bool on_gpus, int rank);
 
 }  // namespace dtwin::rt

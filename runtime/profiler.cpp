@@ -17,6 +17,7 @@
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
+#include "runtime/rank_device.hpp"
 #include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/threads.hpp"
@@ -26,22 +27,17 @@ namespace {
 
 constexpr double kMemberTimeout = 120;  // s a profile member waits for the others
 
-// Seconds `body` takes.
-template <typename Body>
-double timed(Body&& body) {
-  const double start = wall_seconds();
-  body();
-  return wall_seconds() - start;
-}
-
 // Times F, B, I, W and the optimizer step of one stage, one microbatch at a time, and the
 // tensor-parallel collectives inside F and B (as member `tp` of its group). As in training, the
 // gradients accumulate over layout.microbatches microbatches before the optimizer step and
 // zero_grad, so that only the first backward of a step allocates them.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
                            const TokenDataset& data, const ProfileOptions& options,
-                           const nn::TensorParallelGroup& tp) {
-  StageRun run(scenario, cost.stage(s), data, tp);
+                           const nn::TensorParallelGroup& tp, const torch::Device& device) {
+  StageRun run(scenario, cost.stage(s), data, tp, device);
+  const auto timed = [&](const std::function<void()>& body) {
+    return device_seconds(device, body);
+  };
   torch::optim::AdamW optimizer(run.module->parameters(),
                                 torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
   const auto optimizer_step = [&] {
@@ -87,13 +83,14 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
-                               std::vector<StageSeconds>& stages) {
+                               const torch::Device& device, std::vector<StageSeconds>& stages) {
   const int microbatches = schedule.layout.microbatches;
   const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   for (int p = 0; p < schedule.layout.pp; ++p) {
     ActionSeconds collectives;
-    const ActionSeconds replayed = replay_compute(
-        scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp, &collectives);
+    const ActionSeconds replayed =
+        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
+                       &collectives, device);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = median(seconds);
@@ -126,11 +123,13 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
 std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostModel& cost,
                                          const TokenDataset& data, const ProfileOptions& options,
                                          const nn::TensorParallelGroup& tp) {
+  // The GPU of local rank 0 on runtime.device cuda.
+  const torch::Device device = rank_device(scenario.runtime, RankEnv{});
   std::vector<StageSeconds> stages;
   for (int s = 0; s < cost.num_stages(); ++s)
-    stages.push_back(measure_stage(scenario, cost, s, data, options, tp));
+    stages.push_back(measure_stage(scenario, cost, s, data, options, tp, device));
   if (options.schedule)
-    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, stages);
+    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, device, stages);
   return stages;
 }
 
@@ -139,8 +138,10 @@ std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostMod
 nn::TensorParallelGroup profile_group(const Scenario& scenario,
                                       const c10::intrusive_ptr<c10d::Store>& store, int member) {
   const LayoutSpec& l = scenario.layout;
+  // On a GPU, Gloo through host copies (the members share this host's GPUs).
+  const bool on_gpu = scenario.runtime.device == RuntimeDevice::Cuda;
   return {make_group(Backend::Gloo, store, "profile-tp", member, l.tp, kMemberTimeout,
-                     {"127.0.0.1", {}}),
+                     {"127.0.0.1", {}, on_gpu}),
           member, l.tp, l.sequence_parallel};
 }
 
@@ -227,7 +228,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     profile.late_receive = std::move(figures.late_receive);
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
-                        options.repeats, scenario.layout.zero > 0);
+                        options.repeats, scenario.layout.zero > 0, scenario.runtime);
   return profile;
 }
 

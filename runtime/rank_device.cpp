@@ -2,12 +2,17 @@
 
 #include <torch/cuda.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "schedules/user_error.hpp"
 
+#include "runtime/clock.hpp"
+
 #if DTWIN_HAVE_CUDA
 #include <c10/cuda/CUDAFunctions.h>
+
+#include "runtime/cuda/event_timer.hpp"
 #endif
 
 namespace dtwin::rt {
@@ -34,12 +39,26 @@ int visible_gpus() {
 
 torch::Device rank_device(const RuntimeSpec& runtime, const RankEnv& env) {
   if (runtime.device == RuntimeDevice::Cpu) return torch::kCPU;
-  const int gpu =
-      gpu_of_local_rank(runtime.backend, env.local_rank, env.local_world_size, visible_gpus());
+  return use_gpu(
+      gpu_of_local_rank(runtime.backend, env.local_rank, env.local_world_size, visible_gpus()));
+}
+
+torch::Device use_gpu(int index) {
 #if DTWIN_HAVE_CUDA
-  c10::cuda::set_device(static_cast<c10::DeviceIndex>(gpu));
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(index)};
+#else
+  throw std::logic_error("GPU " + std::to_string(index) + " asked of a build without CUDA");
 #endif
-  return {torch::kCUDA, static_cast<c10::DeviceIndex>(gpu)};
+}
+
+double device_seconds(const torch::Device& device, const std::function<void()>& body) {
+#if DTWIN_HAVE_CUDA
+  if (device.is_cuda()) return cuda::stream_seconds(body);
+#endif
+  const double start = wall_seconds();
+  body();
+  return wall_seconds() - start;
 }
 
 void synchronize(const torch::Device& device) {

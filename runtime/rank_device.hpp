@@ -3,6 +3,8 @@
 
 #include <torch/types.h>
 
+#include <functional>
+
 #include "models/scenario.hpp"
 #include "runtime/rank_env.hpp"
 
@@ -22,6 +24,14 @@ int visible_gpus();
 /// gpu_of_local_rank(runtime.backend, env.local_rank, env.local_world_size, visible_gpus()), which
 /// it makes the process's current CUDA device. Throws UserError as gpu_of_local_rank.
 torch::Device rank_device(const RuntimeSpec& runtime, const RankEnv& env);
+
+/// Makes GPU `index` the calling thread's current CUDA device and returns it. Throws
+/// std::logic_error in a build without CUDA.
+torch::Device use_gpu(int index);
+
+/// Seconds `body` takes on `device`: host wall-clock time on the CPU; on a GPU the time between
+/// CUDA events recorded on the current stream before and after it, once the device ran them.
+double device_seconds(const torch::Device& device, const std::function<void()>& body);
 
 /// Waits until every kernel queued on `device` has run (cudaDeviceSynchronize); nothing on the
 /// CPU.

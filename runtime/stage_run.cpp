@@ -3,18 +3,23 @@
 namespace dtwin::rt {
 
 StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
-                   const nn::TensorParallelGroup& tp)
+                   const nn::TensorParallelGroup& tp, torch::Device device)
     : stage(stage),
-      module(std::make_shared<nn::StageModule>(scenario, stage, torch::kCPU, torch::kFloat32, tp)) {
+      module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp)),
+      device(device) {
   const ModelSpec& m = scenario.model;
   const int b = scenario.layout.micro_batch_size;
   const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
-  batch = data.batch(0, 0, 0, 1, 1, b, scenario.training.seed);
-  const torch::ScalarType compute = module->compute_dtype();
-  input = stage.has_embedding
-              ? batch.inputs
-              : torch::randn({b, sequence, m.d_model}).to(compute).requires_grad_(true);
+  load(data.batch(0, 0, 0, 1, 1, b, scenario.training.seed));
+  const auto compute = torch::TensorOptions(module->compute_dtype()).device(device);
+  if (!stage.has_embedding)
+    input = torch::randn({b, sequence, m.d_model}).to(compute).requires_grad_(true);
   grad = (torch::randn({b, sequence, m.d_model}) * 1e-3).to(compute);
+}
+
+void StageRun::load(const Batch& next) {
+  batch = {next.inputs.to(device), next.targets.to(device)};
+  if (stage.has_embedding) input = batch.inputs;
 }
 
 torch::Tensor StageRun::forward() {

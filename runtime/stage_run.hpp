@@ -21,7 +21,11 @@ namespace dtwin::rt {
 /// and backward run the group's collectives (every member must run the same passes).
 struct StageRun {
   StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
-           const nn::TensorParallelGroup& tp = {});
+           const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU);
+
+  /// Makes `next` (on the CPU) the batch, on the stage's device, and on a stage with the
+  /// embedding its input.
+  void load(const Batch& next);
 
   /// The stage's output: the loss on the last stage, else hidden states.
   torch::Tensor forward();
@@ -30,6 +34,7 @@ struct StageRun {
 
   const StageCost& stage;
   std::shared_ptr<nn::StageModule> module;
+  torch::Device device;
   Batch batch;
   torch::Tensor input, grad;
 };

@@ -6,6 +6,15 @@
 
 namespace dtwin::rt::cuda {
 
+double stream_seconds(const std::function<void()>& body) {
+  at::cuda::CUDAEvent start(cudaEventDefault), end(cudaEventDefault);  // timing enabled
+  start.record();
+  body();
+  end.record();
+  end.synchronize();
+  return static_cast<double>(start.elapsed_time(end)) / 1e3;
+}
+
 at::cuda::CUDAEvent& EventTimer::event(std::vector<at::cuda::CUDAEvent>& events, std::size_t i) {
   while (events.size() <= i) events.emplace_back(cudaEventDefault);  // timing enabled
   return events[i];

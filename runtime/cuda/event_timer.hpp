@@ -3,11 +3,16 @@
 
 #include <ATen/cuda/CUDAEvent.h>
 
+#include <functional>
 #include <vector>
 
 #include "runtime/action_timer.hpp"
 
 namespace dtwin::rt::cuda {
+
+/// Seconds between timing CUDA events recorded on the current stream before and after `body`,
+/// waiting until the device ran it.
+double stream_seconds(const std::function<void()>& body);
 
 /// Records a timing CUDA event on the current stream before and after each action. The step
 /// starts with the device idle (begin_step synchronizes it) and an anchor event whose run-clock
