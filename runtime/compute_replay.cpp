@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/split_linear.hpp"
+#include "runtime/fused_adamw.hpp"
 #include "runtime/rank_device.hpp"
 #include "runtime/stage_run.hpp"
 #include "runtime/zero_stage.hpp"
@@ -67,7 +68,7 @@ struct ReplayStage {
         torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1);
     const LayoutSpec& l = scenario.layout;
     if (l.zero == 0) {
-      optimizer = std::make_unique<torch::optim::AdamW>(run.module->parameters(), options);
+      optimizer = std::make_unique<FusedAdamW>(run.module->parameters(), options);
       return;
     }
     zero = std::make_unique<ZeroStage>(*run.module, l.zero, l.dp, 0, options);

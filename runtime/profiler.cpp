@@ -15,6 +15,7 @@
 #include "runtime/compute_replay.hpp"
 #include "runtime/concurrency_probe.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/fused_adamw.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
@@ -38,8 +39,8 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   const auto timed = [&](const std::function<void()>& body) {
     return device_seconds(device, body);
   };
-  torch::optim::AdamW optimizer(run.module->parameters(),
-                                torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
+  FusedAdamW optimizer(run.module->parameters(),
+                       torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1));
   const auto optimizer_step = [&] {
     return timed([&] {
       optimizer.step();

@@ -1,5 +1,7 @@
 #include "runtime/rank_model.hpp"
 
+#include "runtime/fused_adamw.hpp"
+
 namespace dtwin::rt {
 
 std::size_t model_state_bytes(const StageState& stage) {
@@ -28,7 +30,7 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostM
       state.zero = std::make_unique<ZeroStage>(*state.module, layout.zero, layout.dp,
                                                layout.dp_index(rank), options);
     else
-      state.optimizer = std::make_unique<torch::optim::AdamW>(state.module->parameters(), options);
+      state.optimizer = std::make_unique<FusedAdamW>(state.module->parameters(), options);
     stages.emplace(stage, std::move(state));
   }
   return stages;

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runtime/fused_adamw.hpp"
+
 namespace dtwin::rt {
 namespace {
 
@@ -58,7 +60,7 @@ ZeroStage::ZeroStage(nn::StageModule& module, int zero, int dp, int replica,
     release_parameters();
   }
   if (zero >= 2) resize_storage(full_grad_, 0);
-  optimizer_ = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{shard_}, options);
+  optimizer_ = std::make_unique<FusedAdamW>(std::vector<torch::Tensor>{shard_}, options);
 }
 
 bool ZeroStage::gathered() const {
