@@ -9,6 +9,9 @@ network namespaces joined by a shaped link (bench/net_hosts.py; needs root), 100
 quickstart (out/bench/sweep.csv, drawn by plots/sweep.py to out/bench/sweep.png).
 
 Usage: .venv/bin/python bench/predict_vs_measure.py [path/to/dtwin] [steps]
+       python3 bench/predict_vs_measure.py --gpu [path/to/dtwin] [steps]
+--gpu runs the single-H100 scenarios instead (h100-single, h100-124m, h100-pp4-shared; the same
+targets), without the two-host cases and the sweep.
 """
 import csv
 import json
@@ -18,11 +21,14 @@ import sys
 
 from net_hosts import NetHosts
 
-DTWIN = sys.argv[1] if len(sys.argv) > 1 else "build/cli/dtwin"
-STEPS = sys.argv[2] if len(sys.argv) > 2 else "30"
-SCENARIOS = ["quickstart", "dp2", "pp3-gpipe", "hybrid-dp2-pp2", "pp2-interleaved", "pp3-zbh1",
-             "zero3-dp2", "tp2", "3d-dp2-tp2-pp2"]
-OUT = "out/bench"
+GPU = "--gpu" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--gpu"]
+DTWIN = ARGS[0] if len(ARGS) > 0 else "build/cli/dtwin"
+STEPS = ARGS[1] if len(ARGS) > 1 else "30"
+SCENARIOS = (["h100-single", "h100-124m", "h100-pp4-shared"] if GPU else
+             ["quickstart", "dp2", "pp3-gpipe", "hybrid-dp2-pp2", "pp2-interleaved", "pp3-zbh1",
+              "zero3-dp2", "tp2", "3d-dp2-tp2-pp2"])
+OUT = "out/bench-gpu" if GPU else "out/bench"
 
 
 def run(scenario, out, extra=()):
@@ -54,6 +60,8 @@ print("| scenario | predicted step ms | measured step ms | error | predicted bub
 print("|---|---|---|---|---|---|---|---|---|")
 for scenario in SCENARIOS:
     print(row(scenario, run(scenario, f"{OUT}/{scenario}")), flush=True)
+if GPU:
+    raise SystemExit(0)
 
 # Two hosts, one rank each: the quickstart's model as dp=2 (dp2.yaml) or as 2 pipeline stages.
 TWO_HOSTS = {"dp2": ["dp2"], "pp2": ["quickstart", "--set", "layout.pp=2"]}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Single-rank training step: `dtwin train` (LibTorch C++) against a plain PyTorch eager loop
-of the same LLaMA (RMSNorm, rotate-half RoPE, SwiGLU, no biases, causal attention through
-scaled_dot_product_attention), batch and AdamW on this machine, on the CPU or on a CUDA GPU.
+of the same LLaMA (RMSNorm, rotate-half RoPE, SwiGLU, no biases, causal attention computed as
+the scenario's model.attention says: explicit matmul and softmax, or scaled_dot_product_attention
+for flash), batch and AdamW on this machine, on the CPU or on a CUDA GPU.
 The project's .venv runs the PyTorch whose LibTorch dtwin is built against, so both execute the
 same ATen kernels.
 
@@ -36,6 +37,7 @@ Options: --scenario PATH, --set KEY=VALUE (repeatable), --device cpu|cuda, --pea
 """
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -172,6 +174,7 @@ class Block(torch.nn.Module):
         self.attn_norm = torch.nn.Parameter(torch.ones(D))
         self.mlp_norm = torch.nn.Parameter(torch.ones(D))
         self.H = c.H
+        self.sdpa = c.attention == "flash"
 
     @staticmethod
     def norm(x, w):
@@ -188,7 +191,12 @@ class Block(torch.nn.Module):
                          + torch.cat((-t[..., hd // 2:], t[..., : hd // 2]), -1) * sin.to(t.dtype))
         h = self.norm(x, self.attn_norm)
         q, k, v = rot(heads(self.wq(h))), rot(heads(self.wk(h))), heads(self.wv(h))
-        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.sdpa:  # model.attention: flash, as dtwin's at::scaled_dot_product_attention
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # eager: explicit matmul, mask and softmax, as dtwin's
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            future = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+            att = torch.softmax(scores.masked_fill(future, float("-inf")), -1) @ v
         x = x + self.wo(att.transpose(1, 2).reshape(b, s, d))
         h = self.norm(x, self.mlp_norm)
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
@@ -375,10 +383,6 @@ def main():
           f"| {dtwin_tokens_per_s:.0f} | {mfu(dtwin_tokens_per_s):.1%} |")
     print(f"\ndtwin tokens/s / best PyTorch tokens/s = {dtwin_tokens_per_s * best / c.tokens:.3f}"
           f" (step time dtwin / best PyTorch = {dtwin_step / best:.3f})")
-    if c.attention != "flash":
-        print(f"note: model.attention is {c.attention}: dtwin computes attention as explicit "
-              "matmul + softmax, the eager loop through scaled_dot_product_attention; "
-              "--set model.attention=flash makes dtwin use SDPA too")
     if per_kind:
         print("\ndtwin step time by action kind (s per step):")
         for kind, seconds in sorted(per_kind.items(), key=lambda kv: -kv[1]):

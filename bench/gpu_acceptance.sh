@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The GPU acceptance of issue 11, on a machine with one NVIDIA H100 or H200 (the device tool's
+# machines: CUDA 13, PyTorch 2.11, cmake, no package registry). Run from the repository root, one
+# stage per call, logs under $OUT (default out/gpu):
+#
+#   bash scripts/gather_gpu_deps.sh         # here, once: gpu-deps.tar.xz (Debian's libraries)
+#   # on the GPU machine, carrying gpu-deps.tar.xz and data/corpus.txt:
+#   bash bench/gpu_acceptance.sh build      # configure and build build-gpu/ (about 5 min, 16 cores)
+#   bash bench/gpu_acceptance.sh tests      # the equivalence and bf16 tests on the GPU
+#   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager
+#   bash bench/gpu_acceptance.sh predict    # dtwin run on the three H100 scenarios
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  build | tests | bench | predict) ;;
+  *)
+    echo "usage: bash bench/gpu_acceptance.sh build|tests|bench|predict" >&2
+    exit 2
+    ;;
+esac
+out="${OUT:-out/gpu}"
+mkdir -p "$out"
+if [ ! -d gpu-deps/usr ]; then
+  mkdir -p gpu-deps && tar -C gpu-deps -xJf gpu-deps.tar.xz
+fi
+export CMAKE_PREFIX_PATH="$PWD/gpu-deps/usr"
+export LD_LIBRARY_PATH="$PWD/gpu-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+dtwin=build-gpu/cli/dtwin
+
+case "$1" in
+  build)
+    nvidia-smi | tee "$out/nvidia-smi.txt"
+    BUILD_DIR=build-gpu bash scripts/build.sh -DDTWIN_PYTHON="$(command -v python3)" \
+      -DDTWIN_CUDA=ON 2>&1 | tee "$out/build.log"
+    ;;
+  tests)
+    # Every training of tests/test_train.cpp on the GPU (DTWIN_TEST_DEVICE): the layouts'
+    # losses against the single-rank run within 1e-5, and bf16 against fp32 within 1% over 50
+    # steps; then the CPU-only tests that touch the GPU code paths.
+    (cd build-gpu && DTWIN_TEST_DEVICE=cuda ctest -j4 --output-on-failure \
+      -R "single-rank model|bf16 training" 2>&1) | tee "$out/tests-cuda.log"
+    (cd build-gpu && ctest -j8 --output-on-failure -R "staged|round-robin|H100|bf16 stage" 2>&1) |
+      tee -a "$out/tests-cuda.log"
+    ;;
+  bench)
+    for scenario in h100-single h100-124m; do
+      python3 bench/train_vs_pytorch.py "$dtwin" 30 --scenario "scenarios/$scenario.yaml" 2>&1 |
+        tee "$out/bench-$scenario.md"
+    done
+    ;;
+  predict)
+    python3 bench/predict_vs_measure.py --gpu "$dtwin" 30 2>&1 | tee "$out/predict.md"
+    for scenario in h100-single h100-124m h100-pp4-shared; do
+      cp "out/bench-gpu/$scenario/report.md" "$out/report-$scenario.md" || true
+    done
+    ;;
+esac
