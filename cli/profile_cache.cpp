@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "cli/gemm_report.hpp"
 #include "cli/scenario_schedule.hpp"
 #include "models/profile.hpp"
 #include "runtime/network_calibration.hpp"
@@ -65,6 +66,7 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   std::printf("\n");
   print_per_busy_count("wake delay after a 1 ms nap", profile.wake_delay);
   print_per_busy_count("late receive of one pipeline message", profile.late_receive);
+  report_gemms(scenario, profile, target);
   return target;
 }
 

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/config_reader.hpp"
+#include "models/file_writer.hpp"
 
 namespace dtwin {
 
@@ -96,6 +97,33 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   d.overlap_slowdown = root.quantity("overlap_slowdown", Quantity::Count, true);
   if (d.overlap_slowdown < 1) expected(origin, root.get("overlap_slowdown"), "a factor >= 1");
   return d;
+}
+
+void save_device_description(const DeviceDescription& device, const std::string& path,
+                             const std::string& comment) {
+  const auto number = [](double value) { return fmt::format("{}", value); };
+  YAML::Emitter out;
+  out << YAML::Comment(comment);
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << device.name;
+  out << YAML::Key << "bf16_flops" << YAML::Value << number(device.bf16_flops);
+  out << YAML::Key << "fp32_flops" << YAML::Value << number(device.fp32_flops);
+  out << YAML::Key << "sm_count" << YAML::Value << device.sm_count;
+  out << YAML::Key << "memory_bandwidth" << YAML::Value << number(device.memory_bandwidth);
+  out << YAML::Key << "memory" << YAML::Value << number(device.memory);
+  out << YAML::Key << "gemm_tile" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "m" << YAML::Value << device.tile_m;
+  out << YAML::Key << "n" << YAML::Value << device.tile_n << YAML::EndMap;
+  out << YAML::Key << "gemm_efficiency" << YAML::Value << number(device.gemm_efficiency);
+  out << YAML::Key << "attention_forward_efficiency" << YAML::Value
+      << number(device.attention_forward_efficiency);
+  out << YAML::Key << "attention_backward_efficiency" << YAML::Value
+      << number(device.attention_backward_efficiency);
+  out << YAML::Key << "memory_efficiency" << YAML::Value << number(device.memory_efficiency);
+  out << YAML::Key << "kernel_overhead" << YAML::Value << number(device.kernel_overhead);
+  out << YAML::Key << "overlap_slowdown" << YAML::Value << number(device.overlap_slowdown);
+  out << YAML::EndMap;
+  write_file(path, std::string(out.c_str()) + "\n");
 }
 
 }  // namespace dtwin

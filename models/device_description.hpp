@@ -55,6 +55,7 @@ struct DeviceDescription {
 
   /// The peak FLOP/s for operands of `precision`: bf16_flops or fp32_flops.
   double peak_flops(Precision precision) const;
+  bool operator==(const DeviceDescription&) const = default;
 };
 
 /// Bytes of one element at `precision`: 2 (bf16), 4 (fp32).
@@ -69,5 +70,11 @@ double element_bytes(Precision precision);
 /// file, listing the devices that the directory has.
 DeviceDescription load_device_description(const std::string& name_or_path,
                                           const std::string& relative_to);
+
+/// Writes `device` to `path` as a device file that load_device_description reads back equal
+/// (but for `source`): every key, numbers in base units in their shortest exact form, after
+/// `comment` as YAML comment lines. Throws std::runtime_error when the file cannot be written.
+void save_device_description(const DeviceDescription& device, const std::string& path,
+                             const std::string& comment);
 
 }  // namespace dtwin

@@ -80,6 +80,22 @@ void read_allreduce(const Origin& origin, const Section& root, Profile& p) {
     read_points(origin, *scatter, p.reduce_scatter);
 }
 
+// The optional list `gemms` of {name, m, n, k, seconds} into `out`.
+void read_gemms(const Origin& origin, const Section& root, std::vector<GemmPoint>& out) {
+  const std::optional<Field> gemms = root.find("gemms");
+  if (!gemms) return;
+  for (const Field& f : items(origin, *gemms, "a list of {name, m, n, k, seconds} GEMMs", true)) {
+    const Section gemm(origin, f, {"name", "m", "n", "k", "seconds"});
+    GemmPoint pt;
+    pt.name = gemm.text("name", false);
+    pt.m = gemm.integer("m", 1);
+    pt.n = gemm.integer("n", 1);
+    pt.k = gemm.integer("k", 1);
+    pt.seconds = gemm.quantity("seconds", Quantity::Latency, true);
+    out.push_back(pt);
+  }
+}
+
 /// `value` in its shortest form that reads back exactly.
 std::string number(double value) {
   return fmt::format("{}", value);
@@ -188,7 +204,7 @@ bool Profile::operator==(const Profile& other) const {
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
          concurrency == other.concurrency && wake_delay == other.wake_delay &&
-         late_receive == other.late_receive;
+         late_receive == other.late_receive && gemms == other.gemms;
 }
 
 Profile load_profile(const std::string& path) {
@@ -196,7 +212,7 @@ Profile load_profile(const std::string& path) {
   const Origin origin(path, {}, "profile");
   const Section root(origin, Field{doc, "", doc.Mark()},
                      {"machine", "threads", "concurrency", "wake_delay", "late_receive", "stages",
-                      "p2p", "inter_host", "allreduce"});
+                      "p2p", "inter_host", "allreduce", "gemms"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -219,6 +235,7 @@ Profile load_profile(const std::string& path) {
     p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
   }
   read_allreduce(origin, root, p);
+  read_gemms(origin, root, p.gemms);
   return p;
 }
 
@@ -267,6 +284,19 @@ void save_profile(const Profile& profile, const std::string& path) {
   if (!profile.allgather.empty()) write_points(out, "allgather", profile.allgather);
   if (!profile.reduce_scatter.empty()) write_points(out, "reduce_scatter", profile.reduce_scatter);
   out << YAML::EndMap;
+  if (!profile.gemms.empty()) {
+    out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
+    for (const GemmPoint& g : profile.gemms) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << g.name;
+      out << YAML::Key << "m" << YAML::Value << number(g.m);
+      out << YAML::Key << "n" << YAML::Value << number(g.n);
+      out << YAML::Key << "k" << YAML::Value << number(g.k);
+      out << YAML::Key << "seconds" << YAML::Value << number(g.seconds);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   out << YAML::EndMap;
   if (!out.good()) throw ConfigError(path + ": cannot write profile: " + out.GetLastError());
 

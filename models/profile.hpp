@@ -19,6 +19,8 @@
 //                                  # the collectives' part of F and of B or I
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
+//   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
+//     - {name: "qkv", m: 256, n: 864, k: 288, seconds: 2.1ms}   # operator (models/gemm_fit.hpp)
 //   allreduce:
 //     ranks: 2                     # size of the group the points were measured over
 //     across_hosts: false          # optional: the group spanned hosts (else one host's loopback)
@@ -62,6 +64,15 @@ struct AllReducePoint {
   bool operator==(const AllReducePoint&) const = default;
 };
 
+/// One measured GEMM C[m×n] = A[m×k]·B[k×n] at the profile's training precision: the operator
+/// of the model it stands for (layer_ops' name, e.g. "qkv dgrad") and its median seconds.
+struct GemmPoint {
+  std::string name;
+  double m = 0, n = 0, k = 0;
+  double seconds = 0;
+  bool operator==(const GemmPoint&) const = default;
+};
+
 struct Profile {
   std::string source;   ///< the file it was read from ("" if built in memory)
   std::string machine;  ///< free text, e.g. hostname + backend
@@ -91,6 +102,7 @@ struct Profile {
   double inter_host_latency = 0;
   double inter_host_bandwidth = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
+  std::vector<GemmPoint> gemms;           ///< empty when not measured
   /// ZeRO's collectives over the same group, bytes = the whole (unsharded) size: the parameter
   /// all-gather and the gradient reduce-scatter; empty when not measured.
   std::vector<AllReducePoint> allgather, reduce_scatter;

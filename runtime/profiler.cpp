@@ -10,12 +10,14 @@
 #include <thread>
 
 #include "models/cost_model.hpp"
+#include "models/gemm_fit.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/comm_benchmark.hpp"
 #include "runtime/compute_replay.hpp"
 #include "runtime/concurrency_probe.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/fused_adamw.hpp"
+#include "runtime/gemm_benchmark.hpp"
 #include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
@@ -221,6 +223,11 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const CostModel cost(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   profile.stages = measure_compute(scenario, cost, data, options);
+  const Precision precision = scenario.training.precision;
+  profile.gemms =
+      measure_gemms(model_gemms(scenario.model, scenario.layout, precision),
+                    precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32,
+                    rank_device(scenario.runtime, RankEnv{}), options.warmup, options.repeats);
   if (!options.probe_command.empty()) {
     ConcurrencyFigures figures =
         measure_concurrency(scenario, profile.stages, options.probe_command);
@@ -237,7 +244,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v11|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v12|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

@@ -34,9 +34,10 @@ struct ProfileOptions {
 /// step of every stage at the scenario's micro-batch size, gradients accumulating over
 /// layout.microbatches microbatches per step as in training (in the schedule's order, with
 /// options.schedule); the point-to-point latency and
-/// bandwidth of Gloo between two ranks over loopback sockets; and all-reduce seconds against
-/// message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with a probe
-/// command, the concurrency curve (Profile::concurrency) measured by running k = 1 ...
+/// bandwidth of Gloo between two ranks over loopback sockets; the seconds of the model's GEMMs
+/// (model_gemms, measure_gemms) at the training precision on the rank's device; and all-reduce
+/// seconds against message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with
+/// a probe command, the concurrency curve (Profile::concurrency) measured by running k = 1 ...
 /// cluster.ranks_per_device processes' F and B at once. With layout.tp > 1 each stage is timed
 /// as member 0 of a tensor-parallel group whose other members are processes started with
 /// options.member_command; throws std::invalid_argument when it is empty.

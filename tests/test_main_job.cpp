@@ -10,6 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "models/device_description.hpp"
+#include "models/kernel_model.hpp"
 #include "models/profile.hpp"
 #include "tests/run_process.hpp"
 
@@ -62,12 +64,13 @@ namespace {
 // `dtwin profile` of scenarios/NAME.yaml with a smaller model of `layers` layers, which keeps
 // the probes short, into `path`; returns its result (exit 0 required).
 dtwin::test::ProcessResult profile_small(const std::string& name, int layers,
-                                         const std::string& path) {
+                                         const std::string& path, const std::string& extra = "") {
   const auto result = dtwin::test::run_dtwin(
       std::string("profile ") + DTWIN_SOURCE_DIR + "/scenarios/" + name +
       ".yaml --set model.d_model=96 --set model.n_heads=2 --set model.ffn_hidden=256 --set "
       "model.n_layers=" +
-      std::to_string(layers) + " --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + path);
+      std::to_string(layers) + " --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + path + " " +
+      extra);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   return result;
@@ -116,10 +119,11 @@ TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes comp
 
 TEST_CASE(
     "dtwin profile times a tensor-parallel stage as member 0 of a tp=2 group of processes, "
-    "its collectives apart",
+    "its collectives apart, and the member's GEMM shards",
     "[serial]") {
   const std::string path = "profile-tp2.yaml";
-  const auto result = profile_small("tp2", 2, path);
+  // A device description to fit: its gemm_efficiency gets calibrated to this machine's GEMMs.
+  const auto result = profile_small("tp2", 2, path, "--set cluster.device.model=h100-sxm");
   CHECK_THAT(result.output, Catch::Contains("of B or I in tensor-parallel collectives"));
   const dtwin::Profile profile = dtwin::load_profile(path);
   REQUIRE(profile.stages.size() == 1);
@@ -130,4 +134,21 @@ TEST_CASE(
   CHECK(s.tp_forward < s.forward);
   CHECK(s.tp_backward > 0);
   CHECK(s.tp_backward < s.backward);
+
+  // 5 layer projections and the LM head, each in F, I and W, as tp=2 shards of d_model 96.
+  REQUIRE(profile.gemms.size() == 18);
+  CHECK(profile.gemms[0].name == "qkv");
+  CHECK(profile.gemms[0].n == 3 * 96 / 2);
+  for (const dtwin::GemmPoint& g : profile.gemms) CHECK(g.seconds > 0);
+  CHECK_THAT(result.output, Catch::Contains("GEMMs together: "));
+  // The written description predicts the measured GEMMs' total at the fitted efficiency.
+  const dtwin::DeviceDescription fitted =
+      dtwin::load_device_description("profile-tp2.device.yaml", "");
+  double predicted = 0, measured = 0;
+  for (const dtwin::GemmPoint& g : profile.gemms) {
+    predicted += dtwin::gemm_seconds(fitted, g.m, g.n, g.k, dtwin::Precision::Fp32);
+    measured += g.seconds;
+  }
+  if (fitted.gemm_efficiency < 1) CHECK(predicted == Approx(measured).epsilon(1e-6));
+  CHECK(fitted.gemm_efficiency != dtwin::load_device_description("h100-sxm", "").gemm_efficiency);
 }

@@ -129,6 +129,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.concurrency = {1, 1.1044, 5.0 / 3};
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
+  p.gemms = {{"qkv", 256, 864, 288, 1.0 / 3000}, {"lm_head \"wgrad\"", 288, 32000, 256, 2e-3}};
 
   const std::string path = temp_path("roundtrip");
   save_profile(p, path);
@@ -153,7 +154,8 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.wake_delay.pop_back(); },
         [](Profile& q) { q.late_receive.pop_back(); },
         [](Profile& q) { q.allgather.pop_back(); },
-        [](Profile& q) { q.reduce_scatter.clear(); }};
+        [](Profile& q) { q.reduce_scatter.clear(); },
+        [](Profile& q) { q.gemms[1].k = 128; }};
     for (size_t i = 0; i < changes.size(); ++i) {
       CAPTURE(i);
       Profile q = back;
@@ -191,6 +193,12 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     const auto [path, msg] = error_of("negative_seconds", text);
     CHECK(starts_with(msg, path + ":4:"));
     CHECK(contains(msg, "stages[0].backward_s: expected a latency >= 0, got '-0.024'"));
+  }
+  SECTION("a GEMM of no rows") {
+    const auto [path, msg] =
+        error_of("gemm_rows", kGood + "gemms:\n  - {name: qkv, m: 0, n: 8, k: 8, seconds: 1ms}\n");
+    CHECK(starts_with(msg, path + ":12:"));
+    CHECK(contains(msg, "gemms[0].m: expected a positive integer, got '0'"));
   }
   SECTION("zero bandwidth") {
     std::string text = kGood;

@@ -1,0 +1,43 @@
+// Tests of runtime/gemm_benchmark: the profile's GEMMs timed on this machine.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+#include "models/layer_ops.hpp"
+#include "runtime/gemm_benchmark.hpp"
+
+namespace {
+
+dtwin::Op gemm(const char* name, double m, double n, double k) {
+  dtwin::Op op;
+  op.name = name;
+  op.kind = dtwin::OpKind::Gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.flops = 2 * m * n * k;
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("measure_gemms times each GEMM once per op, larger ones longer", "[gemm]") {
+  const std::vector<dtwin::Op> ops{gemm("small", 32, 32, 16), gemm("large", 512, 512, 512)};
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto points = dtwin::rt::measure_gemms(ops, dtype, torch::kCPU, 1, 15);
+    REQUIRE(points.size() == 2);
+    CHECK(points[0].name == "small");
+    CHECK((points[1].m == 512 && points[1].n == 512 && points[1].k == 512));
+    CHECK(points[0].seconds > 0);
+    // 8192 times the FLOPs of the small one: far more than its fixed costs, even with the
+    // medians of a loaded machine.
+    CHECK(points[1].seconds > 2 * points[0].seconds);
+  }
+  dtwin::Op norm;
+  norm.name = "norm";
+  CHECK_THROWS_AS(dtwin::rt::measure_gemms({norm}, torch::kFloat32, torch::kCPU, 0, 1),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(dtwin::rt::measure_gemms(ops, torch::kFloat32, torch::kCPU, 0, 0),
+                  std::invalid_argument);
+}
