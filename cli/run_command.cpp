@@ -114,7 +114,7 @@ int run_across_hosts(const RunOptions& options, const Scenario& scenario,
 int run_main_job(const RunOptions& options) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
-  rt::check_runtime_supports(scenario);
+  rt::check_runtime_supports(scenario, schedule);
   const std::string dir = prepare_output_dir(options.output, scenario);
   rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   if (const auto env = rt::rank_env_from_environment())

@@ -22,7 +22,7 @@ struct TrainCommandOptions : MachineJobOptions {
 int run_train(const TrainCommandOptions& options, const std::vector<std::string>& args) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
-  rt::check_runtime_supports(scenario);
+  rt::check_runtime_supports(scenario, schedule);
   if (options.resume && scenario.layout.zero > 0)
     throw UserError(scenario.source +
                     ": layout.zero: expected 0 with --resume (a checkpoint holds the optimizer "

@@ -7,16 +7,15 @@
 namespace dtwin::nn {
 namespace {
 
-thread_local double collective_seconds = 0;
-
-// Runs `collective` (posts a collective and returns its work), waits for it and adds the wall
-// time to this thread's collective_seconds.
+// Runs `collective` (posts a collective over `tp` and returns its work), waits for it and adds
+// the wall time to the group's collective_ns.
 template <typename Post>
-void timed_collective(Post&& collective) {
+void timed_collective(const TensorParallelGroup& tp, Post&& collective) {
   const auto start = std::chrono::steady_clock::now();
   collective()->wait();
-  collective_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *tp.collective_ns +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
 }
 
 // Sums `t` over the group in place (an all-reduce of its contiguous storage) and returns it.
@@ -26,7 +25,7 @@ torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
   std::vector<torch::Tensor> buffers{t};
   c10d::AllreduceOptions options;
   options.reduceOp = op;
-  timed_collective([&] { return tp.backend->allreduce(buffers, options); });
+  timed_collective(tp, [&] { return tp.backend->allreduce(buffers, options); });
   return t;
 }
 
@@ -37,7 +36,7 @@ torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallelGroup&
   std::vector<int64_t> sizes = shard.sizes().vec();
   sizes[0] *= tp.size;
   torch::Tensor whole = torch::empty(sizes, shard.options());
-  timed_collective([&] { return tp.backend->_allgather_base(whole, shard); });
+  timed_collective(tp, [&] { return tp.backend->_allgather_base(whole, shard); });
   return whole.transpose(0, 1).contiguous();
 }
 
@@ -49,7 +48,7 @@ torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParall
   std::vector<int64_t> sizes = whole.sizes().vec();
   sizes[0] /= tp.size;
   torch::Tensor shard = torch::empty(sizes, whole.options());
-  timed_collective([&] { return tp.backend->_reduce_scatter_base(shard, whole); });
+  timed_collective(tp, [&] { return tp.backend->_reduce_scatter_base(shard, whole); });
   return shard.transpose(0, 1).contiguous();
 }
 
@@ -80,10 +79,6 @@ torch::Tensor sequence_collective(const torch::Tensor& x, const TensorParallelGr
 }
 
 }  // namespace
-
-double tensor_parallel_seconds() {
-  return collective_seconds;
-}
 
 torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TensorParallelGroup& tp) {
   return with_backward(

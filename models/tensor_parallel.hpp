@@ -8,6 +8,9 @@
 // member of the group calls each of them in the same order (they are collectives).
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
@@ -22,12 +25,15 @@ struct TensorParallelGroup {
   int rank = 0;
   int size = 1;
   bool sequence_parallel = false;
-};
+  /// Nanoseconds spent in the collectives below over this group, shared by its copies.
+  std::shared_ptr<std::atomic<int64_t>> collective_ns = std::make_shared<std::atomic<int64_t>>(0);
 
-/// Wall seconds the calling thread has spent in the collectives below (from posting each to its
-/// completion) since it started: what a profile subtracts to split a pass into its compute and
-/// its tensor-parallel communication.
-double tensor_parallel_seconds();
+  /// Wall seconds this member has spent in the collectives below (from posting each to its
+  /// completion), on whichever thread ran them (a backward's run on LibTorch's CUDA device
+  /// threads): what a profile subtracts to split a pass into its compute and its
+  /// tensor-parallel communication.
+  double collective_seconds() const { return static_cast<double>(collective_ns->load()) / 1e9; }
+};
 
 /// Megatron's f, before a column-parallel layer: returns x (sharing its storage); the backward
 /// sums the gradient over the group. Any shape.

@@ -2,6 +2,7 @@
 
 #include "runtime/rank_device.hpp"
 #include "schedules/schedule.hpp"
+#include "schedules/transfer.hpp"
 #include "schedules/user_error.hpp"
 
 namespace dtwin::rt {
@@ -46,6 +47,16 @@ void check_runtime_supports(const Scenario& scenario) {
       throw UserError(where + error.what());
     }
   }
+}
+
+void check_runtime_supports(const Scenario& scenario, const sched::Schedule& schedule) {
+  if (scenario.runtime.backend == Backend::Nccl)
+    if (const auto disorder = sched::out_of_order_transfer(schedule))
+      throw UserError(scenario.source +
+                      ": runtime.backend: expected gloo for this schedule, got 'nccl': NCCL "
+                      "matches a pair's pipeline messages in the order they are posted, and " +
+                      *disorder);
+  check_runtime_supports(scenario);
 }
 
 }  // namespace dtwin::rt

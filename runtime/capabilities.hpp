@@ -2,6 +2,7 @@
 #pragma once
 
 #include "models/scenario.hpp"
+#include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
 
@@ -12,5 +13,11 @@ namespace dtwin::rt {
 /// model.family gpt2 (simulated only), training.grad_precision bf16 (gradients are reduced in
 /// fp32), and the layouts simulated only: tp_comm_overlap and offload.
 void check_runtime_supports(const Scenario& scenario);
+
+/// The same, and for runtime.backend nccl also that `schedule` (the scenario's, lowered)
+/// receives each pipeline channel's messages in the order they are sent
+/// (sched::out_of_order_transfer): NCCL matches them in posting order, not by tag. Throws
+/// UserError naming runtime.backend and the first message out of order.
+void check_runtime_supports(const Scenario& scenario, const sched::Schedule& schedule);
 
 }  // namespace dtwin::rt

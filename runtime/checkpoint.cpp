@@ -130,8 +130,10 @@ void load_checkpoint(const std::string& output_dir, int64_t steps_done,
     const fs::path module = dir / stage_file(stage, ".pt", tp_index, tp);
     const fs::path optimizer = dir / stage_file(stage, ".optim.pt", tp_index, tp);
     try {
-      torch::load(state.module, module.string());
-      torch::load(state.current_optimizer(), optimizer.string());
+      // Onto the device the stage lives on, whichever device wrote the checkpoint.
+      const torch::Device device = state.module->parameters().front().device();
+      torch::load(state.module, module.string(), device);
+      torch::load(state.current_optimizer(), optimizer.string(), device);
     } catch (const std::exception& e) {
       throw std::runtime_error(module.string() + ": cannot load checkpoint: " + error_text(e));
     }

@@ -21,6 +21,13 @@ void finish(const c10::intrusive_ptr<c10d::Work>& work, const torch::Device& dev
   synchronize(device);
 }
 
+// A barrier over `group` on `device`: NCCL's takes its GPU from the options.
+void barrier(c10d::Backend& group, const torch::Device& device) {
+  c10d::BarrierOptions options;
+  if (device.is_cuda()) options.device_ids = {device.index()};
+  finish(group.barrier(options), device);
+}
+
 }  // namespace
 
 double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
@@ -50,7 +57,7 @@ std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::ve
         torch::ones({std::max<int64_t>(1, bytes / 4)}, torch::TensorOptions().device(device))};
     std::vector<double> times;
     for (int i = -2; i < repeats; ++i) {
-      finish(group.barrier(), device);
+      barrier(group, device);
       const double start = wall_seconds();
       finish(group.allreduce(buffer), device);
       if (i >= 0) times.push_back(wall_seconds() - start);
@@ -72,7 +79,7 @@ std::vector<AllReducePoint> half_ring_points(c10d::Backend& group, const std::ve
     torch::Tensor part = torch::ones({shard}, on_device);
     std::vector<double> times;
     for (int i = -2; i < repeats; ++i) {
-      finish(group.barrier(), device);
+      barrier(group, device);
       const double start = wall_seconds();
       finish(gather ? group._allgather_base(whole, part) : group._reduce_scatter_base(part, whole),
              device);

@@ -41,6 +41,14 @@ class Communicator {
   const torch::Device& device() const { return device_; }
   c10d::Backend& world() { return *world_; }
   c10d::Backend& pipeline() { return *pipeline_; }
+  /// The group that carries a pipeline transfer: activations (`gradients` false) or gradients,
+  /// from a lower to a higher pipeline rank (`upward`) or back. Over Gloo, which matches
+  /// messages by tag, the pipeline group; over NCCL, which matches a pair's messages in posting
+  /// order on one stream, one group of its own per kind and direction, so that a pair's
+  /// transfers of one channel never wait behind another's (Megatron-LM posts them in pairs,
+  /// batch_isend_irecv, for the same reason). The schedule must then receive each channel's
+  /// messages in the order they are sent (sched::out_of_order_transfer).
+  c10d::Backend& pipeline_channel(bool gradients, bool upward);
   c10d::Backend& data_parallel() { return *data_parallel_; }
   /// The tensor-parallel group; null when layout.tp is 1.
   const c10::intrusive_ptr<c10d::Backend>& tensor_parallel() const { return tensor_parallel_; }
@@ -87,6 +95,8 @@ class Communicator {
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
   c10::intrusive_ptr<c10d::Backend> world_;
   c10::intrusive_ptr<c10d::Backend> pipeline_;
+  /// NCCL only: the pipeline channels, by 2 * gradients + upward; empty over Gloo.
+  std::vector<c10::intrusive_ptr<c10d::Backend>> pipeline_channels_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
   c10::intrusive_ptr<c10d::Backend> tensor_parallel_;
   std::jthread heartbeat_;  // last: stopped and joined first, also when the constructor throws

@@ -122,7 +122,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       if (follows_wait(actions, i)) evict_caches();
       StageRun& run = stages.at(a.stage).run;
       const std::pair<int, int> key{a.stage, a.microbatch};
-      const double collectives_start = nn::tensor_parallel_seconds();
+      const double collectives_start = tp.collective_seconds();
       const double elapsed = device_seconds(device, [&] {
         switch (a.kind) {
           case ActionKind::F:
@@ -152,8 +152,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       if (step < 0) continue;
       seconds[{a.stage, a.kind}].push_back(elapsed);
       if (collectives)
-        (*collectives)[{a.stage, a.kind}].push_back(nn::tensor_parallel_seconds() -
-                                                    collectives_start);
+        (*collectives)[{a.stage, a.kind}].push_back(tp.collective_seconds() - collectives_start);
     }
   }
   return seconds;

@@ -29,7 +29,7 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 /// are skipped; non-first stages take a random input. As member `tp` of a tensor-parallel group
 /// (size > 1) the stages hold the member's shards and their passes run the group's collectives,
 /// so every member replays at once, and `collectives` (when set) receives each timed action's
-/// seconds in the group's collectives (nn::tensor_parallel_seconds), in the same order. Throws
+/// seconds in the group's collectives (tp.collective_seconds()), in the same order. Throws
 /// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,

@@ -104,11 +104,13 @@ Executor::StepResult Executor::run_step(int64_t step) {
     const double start = clock_.now();
     timer_->start(index);
     const bool armed = arm_buckets(a, index);
-    const double collectives_start = nn::tensor_parallel_seconds();
-    (this->*handler->second)(a);
     // A pass's tensor-parallel collectives are its inner communication, as the simulator counts
     // them.
-    if (sched::is_compute(a.kind)) exposed_ += nn::tensor_parallel_seconds() - collectives_start;
+    const nn::TensorParallelGroup* tp =
+        sched::is_compute(a.kind) ? &stage_of(a).module->tensor_parallel() : nullptr;
+    const double collectives_start = tp ? tp->collective_seconds() : 0;
+    (this->*handler->second)(a);
+    if (tp) exposed_ += tp->collective_seconds() - collectives_start;
     if (armed) buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused ones
     timer_->end(index);
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
@@ -229,13 +231,16 @@ Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Ten
   const int peer = peer_rank(a);
   const int group_rank = layout.pipeline_rank(peer);
   const bool send = sched::is_send(a.kind);
+  const int mine = layout.pipeline_rank(rank_);
+  const bool gradients = a.kind == ActionKind::SEND_B || a.kind == ActionKind::RECV_B;
+  c10d::Backend& channel =
+      comm_.pipeline_channel(gradients, send ? mine < group_rank : group_rank < mine);
   Works works;
   for (size_t i = 0; i < message.size(); ++i) {
     std::vector<torch::Tensor> tensors{message[i]};
     const int tag = sched::transfer_tag(layout, a) + int(i) * sched::transfer_tag_count(layout);
     works.push_back(comm_.post(sched::to_string(a), {process_of(peer)}, [&] {
-      return send ? comm_.pipeline().send(tensors, group_rank, tag)
-                  : comm_.pipeline().recv(tensors, group_rank, tag);
+      return send ? channel.send(tensors, group_rank, tag) : channel.recv(tensors, group_rank, tag);
     }));
   }
   return works;

@@ -53,11 +53,11 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   std::vector<double> f, b, in, w, opt, tp_f, tp_b;
   for (int i = -options.warmup; i < options.repeats; ++i) {
     torch::Tensor out;
-    const double tp_start = nn::tensor_parallel_seconds();
+    const double tp_start = tp.collective_seconds();
     const double forward = timed([&] { out = run.forward(); });
-    const double tp_forward_end = nn::tensor_parallel_seconds();
+    const double tp_forward_end = tp.collective_seconds();
     const double backward = timed([&] { run.backward(out); });
-    const double tp_backward_end = nn::tensor_parallel_seconds();
+    const double tp_backward_end = tp.collective_seconds();
     out = run.forward();
     nn::WeightGradStash stash;
     const double input_backward = timed([&] {
@@ -126,8 +126,12 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
 std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostModel& cost,
                                          const TokenDataset& data, const ProfileOptions& options,
                                          const nn::TensorParallelGroup& tp) {
-  // The GPU of local rank 0 on runtime.device cuda.
-  const torch::Device device = rank_device(scenario.runtime, RankEnv{});
+  // On runtime.device cuda, the GPU that member `tp.rank` of the group takes in training, as
+  // local rank tp.rank of tp.size.
+  RankEnv member;
+  member.local_rank = tp.rank;
+  member.local_world_size = tp.size;
+  const torch::Device device = rank_device(scenario.runtime, member);
   std::vector<StageSeconds> stages;
   for (int s = 0; s < cost.num_stages(); ++s)
     stages.push_back(measure_stage(scenario, cost, s, data, options, tp, device));
@@ -237,6 +241,8 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats, scenario.layout.zero > 0, scenario.runtime);
+  // The ranks that train next share this process's GPU.
+  release_cached_memory(rank_device(scenario.runtime, RankEnv{}));
   return profile;
 }
 

@@ -10,6 +10,7 @@
 #include "runtime/clock.hpp"
 
 #if DTWIN_HAVE_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 
 #include "runtime/cuda/event_timer.hpp"
@@ -64,6 +65,17 @@ double device_seconds(const torch::Device& device, const std::function<void()>& 
 void synchronize(const torch::Device& device) {
 #if DTWIN_HAVE_CUDA
   if (device.is_cuda()) c10::cuda::device_synchronize();
+#else
+  (void)device;
+#endif
+}
+
+void release_cached_memory(const torch::Device& device) {
+#if DTWIN_HAVE_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::device_synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
 #else
   (void)device;
 #endif

@@ -37,4 +37,9 @@ double device_seconds(const torch::Device& device, const std::function<void()>& 
 /// CPU.
 void synchronize(const torch::Device& device);
 
+/// Hands the CUDA caching allocator's unused blocks on `device` back to the driver
+/// (emptyCache), after the device ran what was queued; nothing on the CPU. For a process that
+/// keeps running beside others on the same GPU (dtwin run's profile before its ranks train).
+void release_cached_memory(const torch::Device& device);
+
 }  // namespace dtwin::rt

@@ -1,6 +1,9 @@
 #include "runtime/zero_stage.hpp"
 
 #include <ATen/native/Resize.h>
+#if DTWIN_HAVE_CUDA
+#include <ATen/native/cuda/Resize.h>
+#endif
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,7 +14,14 @@
 namespace dtwin::rt {
 namespace {
 
+// Reallocates t's storage to `bytes` (keeping the leading bytes), on the storage's device.
 void resize_storage(const torch::Tensor& t, std::size_t bytes) {
+#if DTWIN_HAVE_CUDA
+  if (t.is_cuda()) {
+    at::native::resize_bytes_cuda(t.storage().unsafeGetStorageImpl(), bytes);
+    return;
+  }
+#endif
   at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), bytes);
 }
 

@@ -2,6 +2,9 @@
 // The one rule used by lowering, validation, the dry run, the simulator and the executor.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "schedules/schedule.hpp"
 
 namespace dtwin::sched {
@@ -33,5 +36,14 @@ int transfer_tag(const Layout& layout, const Action& p2p);
 
 /// Number of distinct transfer tags of a step: 2 * num_stages * microbatches.
 int transfer_tag_count(const Layout& layout);
+
+/// The first message that a receiver takes in another order than its sender sends it, on one
+/// channel: an ordered pair of ranks and a direction (activations or gradients). Returns
+/// "rank R posts its receives from rank S in another order than their sends: its receive
+/// number i is RECV, the send number i is for RECV'", or nullopt when every channel is first
+/// in, first out. NCCL's send and recv ignore tags and match a pair's messages
+/// in the order they were posted, so the executor gives each direction of each pair of pipeline
+/// ranks its own channel and needs this order there; Gloo matches by tag and needs none.
+std::optional<std::string> out_of_order_transfer(const Schedule& schedule);
 
 }  // namespace dtwin::sched

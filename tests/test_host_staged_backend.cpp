@@ -1,11 +1,16 @@
 // Gloo through host copies (runtime/host_staged_backend.hpp), as ranks on a GPU use it, and the
-// GPU each local rank gets (runtime/rank_device.hpp).
+// GPU each local rank gets (runtime/rank_device.hpp), and the NCCL layouts the runtime refuses.
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
+#include "runtime/capabilities.hpp"
 #include "runtime/host_staged_backend.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/lowering.hpp"
 #include "schedules/user_error.hpp"
 
 using dtwin::Backend;
@@ -91,4 +96,28 @@ TEST_CASE("local ranks get GPUs round-robin, and NCCL refuses ranks sharing one"
   CHECK_THROWS_WITH(gpu_of_local_rank(Backend::Gloo, 0, 1, 0),
                     Catch::Contains("runtime.device") && Catch::Contains("no GPU visible"));
   CHECK_THROWS_AS(gpu_of_local_rank(Backend::Gloo, 0, 1, 0), dtwin::UserError);
+}
+
+TEST_CASE("NCCL refuses a schedule that receives a pair's messages out of order", "[staged]") {
+  dtwin::Scenario scenario;
+  scenario.source = "nccl.yaml";
+  scenario.runtime.backend = Backend::Nccl;
+  scenario.runtime.device = dtwin::RuntimeDevice::Cuda;
+  namespace sched = dtwin::sched;
+  sched::Schedule schedule =
+      sched::lower(sched::generate(sched::ScheduleKind::OneFOneB, {1, 2, 1, 2}));
+  // Rank 1 now takes microbatch 1's activations first; Gloo would match them by tag.
+  sched::ActionList& last = schedule.ranks[1];
+  const auto first = std::find_if(last.begin(), last.end(), [](const sched::Action& a) {
+    return a.kind == sched::ActionKind::RECV_F;
+  });
+  const auto second = std::find_if(std::next(first), last.end(), [](const sched::Action& a) {
+    return a.kind == sched::ActionKind::RECV_F;
+  });
+  REQUIRE(second != last.end());
+  std::iter_swap(first, second);
+  CHECK_THROWS_WITH(dtwin::rt::check_runtime_supports(scenario, schedule),
+                    Catch::StartsWith("nccl.yaml: runtime.backend: expected gloo") &&
+                        Catch::Contains("rank 1 posts its receives from rank 0"));
+  CHECK_THROWS_AS(dtwin::rt::check_runtime_supports(scenario, schedule), dtwin::UserError);
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <mutex>
+#include <thread>
 
 #include "models/param_init.hpp"
 #include "models/stage_module.hpp"
@@ -78,6 +79,26 @@ TEST_CASE("f, a column-parallel SwiGLU up-projection, a row-parallel down-projec
   for (size_t i = 0; i < ok.size(); ++i) {
     CAPTURE(i);
     CHECK(ok[i]);
+  }
+}
+
+TEST_CASE("a group counts its collectives' seconds on whichever thread runs them") {
+  std::mutex m;
+  std::vector<std::pair<double, double>> counted;  // (after forward, after backward) per member
+  on_group([&](const nn::TensorParallelGroup& tp) {
+    const torch::Tensor x = torch::ones({64, 64}, torch::requires_grad());
+    const nn::TensorParallelGroup copy = tp;  // copies share the count
+    const torch::Tensor out = nn::copy_to_tensor_parallel(x, copy).sum();
+    const double forward = tp.collective_seconds();  // f's forward communicates nothing
+    // The backward (f's all-reduce) on another thread, as LibTorch's CUDA device threads run it.
+    std::thread([&] { out.backward(); }).join();
+    const std::lock_guard<std::mutex> lock(m);
+    counted.emplace_back(forward, tp.collective_seconds());
+  });
+  REQUIRE(counted.size() == kT);
+  for (const auto& [forward, backward] : counted) {
+    CHECK(forward == 0);
+    CHECK(backward > 0);
   }
 }
 

@@ -20,9 +20,14 @@ int count(const Schedule& s, int rank, const Action& a) {
 
 }  // namespace
 
-TEST_CASE("receiver_of and sender_of are inverse and tags are unique per step") {
+TEST_CASE(
+    "receiver_of and sender_of are inverse, tags are unique per step, and each pair's messages "
+    "are received in the order they are sent") {
   const auto [name, layout] = GENERATE(table<std::string, Layout>({
       {"gpipe", {2, 3, 1, 6}},
+      {"1f1b", {1, 2, 1, 4}},
+      {"interleaved-1f1b", {1, 2, 2, 4}},
+      {"interleaved-1f1b", {1, 4, 3, 8}},
       {"gpipe", {2, 4, 1, 8}},
       {"1f1b", {2, 3, 1, 6}},
       {"1f1b", {2, 4, 1, 8}},
@@ -58,4 +63,23 @@ TEST_CASE("receiver_of and sender_of are inverse and tags are unique per step") 
       }
     }
   CHECK(transfers > 0);
+  CHECK(out_of_order_transfer(s).value_or("") == "");  // as NCCL needs
+}
+
+TEST_CASE("a receiver that takes a pair's messages out of order is named") {
+  Schedule s = lower(generate(ScheduleKind::GPipe, {1, 2, 1, 2}));
+  ActionList& last = s.ranks[1];
+  // Swap rank 1's two activation receives: microbatch 1's now comes first.
+  std::vector<std::size_t> receives;
+  for (std::size_t i = 0; i < last.size(); ++i)
+    if (last[i].kind == ActionKind::RECV_F) receives.push_back(i);
+  REQUIRE(receives.size() == 2);
+  std::swap(last[receives[0]], last[receives[1]]);
+  const auto disorder = out_of_order_transfer(s);
+  REQUIRE(disorder);
+  CHECK(*disorder ==
+        "rank 1 posts its receives from rank 0 in another order than their sends: its receive "
+        "number 1 is " +
+            to_string(last[receives[0]]) + ", the send number 1 is for " +
+            to_string(last[receives[1]]));
 }

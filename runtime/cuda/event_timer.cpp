@@ -2,6 +2,8 @@
 
 #include <c10/cuda/CUDAFunctions.h>
 
+#include <algorithm>
+
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt::cuda {
@@ -42,9 +44,14 @@ void EventTimer::finish_step(std::vector<trace::TimedAction>& events) {
   };
   for (std::size_t i = 0; i < events.size(); ++i) {
     trace::TimedAction& event = events[i];
+    const sched::ActionKind kind = event.action.kind;
+    const bool communicates = sched::is_p2p(kind) || sched::is_collective(kind);
+    // What the host measured as waiting for a later replica (the DP collectives leave it out of
+    // their exposed time; the host waits for their results, so its duration holds that wait).
+    const double replica_wait = std::max(0.0, event.end - event.start - event.exposed_comm);
     event.start = seconds(starts_.at(i));
     event.end = seconds(ends_.at(i));
-    if (!sched::is_compute(event.action.kind)) event.exposed_comm = event.end - event.start;
+    if (communicates) event.exposed_comm = std::max(0.0, event.end - event.start - replica_wait);
   }
 }
 

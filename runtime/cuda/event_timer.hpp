@@ -18,9 +18,12 @@ double stream_seconds(const std::function<void()>& body);
 /// starts with the device idle (begin_step synchronizes it) and an anchor event whose run-clock
 /// time is the host's at that moment; finish_step waits for the step's last event and sets each
 /// action's start and end to the anchor's time plus the events' elapsed times (CUDA's event
-/// resolution, about 0.5 µs). A communication action's exposed_comm becomes its whole duration
-/// on the stream: the stream waited for the transfer or collective that long. SEND only queues
-/// its transfer on NCCL's stream, so it lasts about nothing; its receiver's RECV holds the wait.
+/// resolution, about 0.5 µs). A communication action's (SEND, RECV, ALLREDUCE, UNSHARD,
+/// REDUCE_GRAD) exposed_comm becomes its duration on the stream less the wait for a later
+/// replica that the host measured (its host duration less its host exposed_comm): the stream
+/// waited for the transfer or collective that long. SEND only queues its transfer on NCCL's
+/// stream, so it lasts about nothing; its receiver's RECV holds the wait. OPTIM, RESHARD and the
+/// passes keep the host's exposed_comm (0, or a pass's tensor-parallel collectives).
 class EventTimer : public ActionTimer {
  public:
   explicit EventTimer(const RunClock& clock) : clock_(clock) {}
