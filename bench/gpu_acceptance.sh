@@ -31,6 +31,10 @@ dtwin=build-gpu/cli/dtwin
 case "$1" in
   build)
     nvidia-smi | tee "$out/nvidia-smi.txt"
+    # A driver older than the wheel's CUDA shows no GPU, and every command would exit 2.
+    python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda,
+      'GPUs', torch.cuda.device_count()); assert torch.cuda.is_available()" |
+      tee -a "$out/nvidia-smi.txt"
     BUILD_DIR=build-gpu bash scripts/build.sh -DDTWIN_PYTHON="$(command -v python3)" \
       -DDTWIN_CUDA=ON 2>&1 | tee "$out/build.log"
     ;;
