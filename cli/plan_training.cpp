@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "cli/scenario_schedule.hpp"
 #include "models/file_writer.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
@@ -12,7 +13,13 @@ namespace dtwin {
 
 PlanTraining runtime_plan_training() {
   PlanTraining training;
-  training.check = [](const Scenario& scenario) { rt::check_runtime_supports(scenario); };
+  training.check = [](const Scenario& scenario) {
+    // Over NCCL the lowered schedule must keep each pipeline channel in order, as train checks.
+    if (scenario.runtime.backend == Backend::Nccl)
+      rt::check_runtime_supports(scenario, build_schedule(scenario));
+    else
+      rt::check_runtime_supports(scenario);
+  };
   training.train = [](const PlanRequest& request, const LayoutCandidate& candidate,
                       const std::string& dir, const std::string& data_dir, int steps) {
     std::vector<std::string> args{"train", request.base.path};
