@@ -75,10 +75,9 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
 
 StageModule::StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device,
                          torch::ScalarType dtype, TensorParallelGroup tp)
-    : StageModule(
-          scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding, stage.has_head,
-          scenario.training.seed, device, dtype, scenario.layout.recompute, std::move(tp),
-          scenario.training.precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32) {}
+    : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
+                  stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
+                  std::move(tp), dtype_of(scenario.training.precision)) {}
 
 std::vector<torch::Tensor> StageModule::replicated_parameters() const {
   std::vector<torch::Tensor> replicated;

@@ -47,6 +47,11 @@
 
 namespace dtwin::nn {
 
+/// The torch dtype of `precision`: kBFloat16 for bf16, kFloat32 for fp32.
+inline torch::ScalarType dtype_of(Precision precision) {
+  return precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+}
+
 class StageModule : public torch::nn::Module {
  public:
   /// RMSNorm epsilon and RoPE base of the LLaMA family.

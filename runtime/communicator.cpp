@@ -52,11 +52,11 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     const std::string pipeline = "pipeline/" + std::to_string(replica) + member;
-    pipeline_ = make_group(backend, store_, pipeline, stage_rank, layout.pp, timeout_s, bind);
-    if (backend == Backend::Nccl && layout.pp > 1)
-      for (const char* channel : {"F-down", "F-up", "B-down", "B-up"})
-        pipeline_channels_.push_back(make_group(backend, store_, pipeline + "/" + channel,
-                                                stage_rank, layout.pp, timeout_s, bind));
+    for (const char* channel : {"F-down", "F-up", "B-down", "B-up"})
+      pipeline_channels_.push_back(backend == Backend::Nccl || pipeline_channels_.empty()
+                                       ? make_group(backend, store_, pipeline + "/" + channel,
+                                                    stage_rank, layout.pp, timeout_s, bind)
+                                       : pipeline_channels_.front());
     data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank) + member,
                                 replica, layout.dp, timeout_s, bind);
     if (layout.tp > 1)
@@ -74,11 +74,6 @@ void Communicator::beat() {
   } catch (const std::exception&) {
     // The store is gone (its host died); the main thread's next wait reports it.
   }
-}
-
-c10d::Backend& Communicator::pipeline_channel(bool gradients, bool upward) {
-  if (pipeline_channels_.empty()) return *pipeline_;
-  return *pipeline_channels_.at(2 * static_cast<std::size_t>(gradients) + upward);
 }
 
 std::vector<int> Communicator::lost_ranks(const std::vector<int>& candidates) {

@@ -21,15 +21,15 @@ class Communicator {
  public:
   /// Connects to the store at MASTER_ADDR:MASTER_PORT (rank 0 hosts it unless the launcher
   /// does), agrees on the run's clock origin, and creates the world group (every process),
-  /// this process's pipeline group (the pp processes of its replica with its tensor-parallel
-  /// index, indexed by pipeline rank), DP group (the dp processes of its pipeline rank and
-  /// tensor-parallel index, indexed by replica) and, when layout.tp > 1, tensor-parallel group
-  /// (the tp processes of its schedule rank, indexed by tp index), all on `backend`
-  /// (runtime.backend, see make_group) for tensors on `device` (Gloo takes a GPU's tensors
-  /// through host copies). env.rank is the process rank (sched::Layout::process).
-  /// Every wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store
-  /// cannot be hosted or reached, and RankLost naming the ranks that never joined when a group
-  /// cannot be formed; the heartbeat thread is stopped and joined on every path.
+  /// this process's pipeline groups (the pp processes of its replica with its tensor-parallel
+  /// index, indexed by pipeline rank; see pipeline_channel), DP group (the dp processes of its
+  /// pipeline rank and tensor-parallel index, indexed by replica) and, when layout.tp > 1,
+  /// tensor-parallel group (the tp processes of its schedule rank, indexed by tp index), all on
+  /// `backend` (runtime.backend, see make_group) for tensors on `device` (Gloo takes a GPU's
+  /// tensors through host copies). env.rank is the process rank (sched::Layout::process). Every
+  /// wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store cannot be
+  /// hosted or reached, and RankLost naming the ranks that never joined when a group cannot be
+  /// formed; the heartbeat thread is stopped and joined on every path.
   Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s,
                torch::Device device = torch::kCPU);
   Communicator(const Communicator&) = delete;
@@ -40,15 +40,16 @@ class Communicator {
   /// Where the tensors handed to its groups live (NCCL takes GPU tensors only).
   const torch::Device& device() const { return device_; }
   c10d::Backend& world() { return *world_; }
-  c10d::Backend& pipeline() { return *pipeline_; }
-  /// The group that carries a pipeline transfer: activations (`gradients` false) or gradients,
+  /// The pipeline group that carries a transfer: activations (`gradients` false) or gradients,
   /// from a lower to a higher pipeline rank (`upward`) or back. Over Gloo, which matches
-  /// messages by tag, the pipeline group; over NCCL, which matches a pair's messages in posting
-  /// order on one stream, one group of its own per kind and direction, so that a pair's
-  /// transfers of one channel never wait behind another's (Megatron-LM posts them in pairs,
+  /// messages by tag, one group carries all four; over NCCL, which matches a pair's messages in
+  /// posting order on one stream, each has a group of its own, so that a pair's transfers of
+  /// one channel never wait behind another's (Megatron-LM posts them in pairs,
   /// batch_isend_irecv, for the same reason). The schedule must then receive each channel's
   /// messages in the order they are sent (sched::out_of_order_transfer).
-  c10d::Backend& pipeline_channel(bool gradients, bool upward);
+  c10d::Backend& pipeline_channel(bool gradients, bool upward) {
+    return *pipeline_channels_.at(2 * static_cast<std::size_t>(gradients) + upward);
+  }
   c10d::Backend& data_parallel() { return *data_parallel_; }
   /// The tensor-parallel group; null when layout.tp is 1.
   const c10::intrusive_ptr<c10d::Backend>& tensor_parallel() const { return tensor_parallel_; }
@@ -94,8 +95,7 @@ class Communicator {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
   c10::intrusive_ptr<c10d::Backend> world_;
-  c10::intrusive_ptr<c10d::Backend> pipeline_;
-  /// NCCL only: the pipeline channels, by 2 * gradients + upward; empty over Gloo.
+  /// The pipeline groups by 2 * gradients + upward (four times the same one over Gloo).
   std::vector<c10::intrusive_ptr<c10d::Backend>> pipeline_channels_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
   c10::intrusive_ptr<c10d::Backend> tensor_parallel_;

@@ -227,11 +227,10 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const CostModel cost(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   profile.stages = measure_compute(scenario, cost, data, options);
+  const torch::Device device = rank_device(scenario.runtime, RankEnv{});  // local rank 0's
   const Precision precision = scenario.training.precision;
-  profile.gemms =
-      measure_gemms(model_gemms(scenario.model, scenario.layout, precision),
-                    precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32,
-                    rank_device(scenario.runtime, RankEnv{}), options.warmup, options.repeats);
+  profile.gemms = measure_gemms(model_gemms(scenario.model, scenario.layout, precision),
+                                nn::dtype_of(precision), device, options.warmup, options.repeats);
   if (!options.probe_command.empty()) {
     ConcurrencyFigures figures =
         measure_concurrency(scenario, profile.stages, options.probe_command);
@@ -242,7 +241,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats, scenario.layout.zero > 0, scenario.runtime);
   // The ranks that train next share this process's GPU.
-  release_cached_memory(rank_device(scenario.runtime, RankEnv{}));
+  release_cached_memory(device);
   return profile;
 }
 
