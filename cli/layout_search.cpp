@@ -15,6 +15,7 @@
 
 #include "models/config_error.hpp"
 #include "models/cost_model.hpp"
+#include "models/memory_budget.hpp"
 #include "models/scenario_loader.hpp"
 #include "trace/step_figures.hpp"
 
@@ -162,12 +163,12 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
   const CostModel cost(c.scenario);
   c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout));
   const ClusterSpec& cluster = c.scenario.cluster;
-  const double memory = cluster.device.memory / cluster.ranks_per_device;
+  const double memory = tensor_memory_per_rank(cluster);
   const double peak = *std::max_element(c.estimate.peak_bytes.begin(), c.estimate.peak_bytes.end());
   if (peak > memory)
     return {std::nullopt, "memory",
-            fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB of a rank", fmt::join(layout, " "),
-                        peak / (1 << 30), memory / (1 << 30))};
+            fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB that a rank's tensors may use",
+                        fmt::join(layout, " "), peak / (1 << 30), memory / (1 << 30))};
   c.sets = base_sets;
   c.sets.insert(c.sets.end(), layout.begin(), layout.end());
   trace::StepSummary figures;

@@ -73,11 +73,11 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   const std::string path = device_file(name_or_path, relative_to);
   const YAML::Node doc = detail::load_yaml_file(path, "device");
   const Origin origin(path, {}, "device");
-  const Section root(
-      origin, Field{doc, "", doc.Mark()},
-      {"name", "bf16_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory", "gemm_tile",
-       "gemm_efficiency", "attention_forward_efficiency", "attention_backward_efficiency",
-       "memory_efficiency", "kernel_overhead", "overlap_slowdown"});
+  const Section root(origin, Field{doc, "", doc.Mark()},
+                     {"name", "bf16_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory",
+                      "gemm_tile", "gemm_efficiency", "attention_forward_efficiency",
+                      "attention_backward_efficiency", "memory_efficiency", "kernel_overhead",
+                      "overlap_slowdown", "reserved_memory", "allocator_fragmentation"});
   DeviceDescription d;
   d.source = path;
   d.name = root.text("name", false);
@@ -96,6 +96,10 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   d.kernel_overhead = root.quantity("kernel_overhead", Quantity::Latency, false);
   d.overlap_slowdown = root.quantity("overlap_slowdown", Quantity::Count, true);
   if (d.overlap_slowdown < 1) expected(origin, root.get("overlap_slowdown"), "a factor >= 1");
+  d.reserved_memory = root.quantity("reserved_memory", Quantity::Bytes, false);
+  d.allocator_fragmentation = root.quantity("allocator_fragmentation", Quantity::Count, false);
+  if (d.allocator_fragmentation >= 1)
+    expected(origin, root.get("allocator_fragmentation"), "a fraction in [0, 1)");
   return d;
 }
 
@@ -122,6 +126,9 @@ void save_device_description(const DeviceDescription& device, const std::string&
   out << YAML::Key << "memory_efficiency" << YAML::Value << number(device.memory_efficiency);
   out << YAML::Key << "kernel_overhead" << YAML::Value << number(device.kernel_overhead);
   out << YAML::Key << "overlap_slowdown" << YAML::Value << number(device.overlap_slowdown);
+  out << YAML::Key << "reserved_memory" << YAML::Value << number(device.reserved_memory);
+  out << YAML::Key << "allocator_fragmentation" << YAML::Value
+      << number(device.allocator_fragmentation);
   out << YAML::EndMap;
   write_file(path, std::string(out.c_str()) + "\n");
 }

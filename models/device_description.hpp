@@ -19,6 +19,8 @@
 //   memory_efficiency: 0.85
 //   kernel_overhead: 5us
 //   overlap_slowdown: 1.05        # >= 1
+//   reserved_memory: 723MiB       # held outside the tensors, per process
+//   allocator_fragmentation: 0.15 # in [0, 1)
 //
 // Every key is required; unknown and duplicate keys are errors.
 #pragma once
@@ -52,6 +54,12 @@ struct DeviceDescription {
   /// Factor (>= 1) by which compute stretches while communication kernels run beside it (they
   /// take SMs and memory bandwidth).
   double overlap_slowdown = 1;
+  /// Bytes of device memory each training process holds outside its tensors: the CUDA context
+  /// with its kernels and library handles.
+  double reserved_memory = 0;
+  /// Fraction in [0, 1) of the caching allocator's reserved memory that is free but too
+  /// fragmented to serve a request: B bytes of live tensors take B / (1 - fragmentation).
+  double allocator_fragmentation = 0;
 
   /// The peak FLOP/s for operands of `precision`: bf16_flops or fp32_flops.
   double peak_flops(Precision precision) const;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/bad_corpus.hpp"
 #include "tests/run_process.hpp"
@@ -20,6 +21,24 @@ using Result = dtwin::test::ProcessResult;
 using dtwin::test::run_dtwin;
 
 const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+/// The rows of OUT/plan.csv after its header, each split at its commas; the header is checked.
+std::vector<std::vector<std::string>> plan_rows(const std::string& out) {
+  std::ifstream csv(out + "/plan.csv");
+  REQUIRE(csv);
+  std::string line;
+  std::getline(csv, line);
+  CHECK_THAT(line, Catch::StartsWith("tp,pp,dp,micro_batch_size,microbatches,schedule"));
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(csv, line)) {
+    std::vector<std::string>& fields = rows.emplace_back();
+    for (size_t start = 0, end; start <= line.size(); start = end + 1) {
+      end = std::min(line.find(',', start), line.size());
+      fields.push_back(line.substr(start, end - start));
+    }
+  }
+  return rows;
+}
 
 }  // namespace
 
@@ -360,20 +379,11 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   const Result result = run_dtwin("plan " + kQuickstart + " --gpus 4 --top 3 -o " + out);
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.output, Catch::Contains("layouts tried"));
-  std::ifstream csv(out + "/plan.csv");
-  REQUIRE(csv);
-  std::string line;
-  std::getline(csv, line);
-  CHECK_THAT(line, Catch::StartsWith("tp,pp,dp,micro_batch_size,microbatches,schedule"));
-  int rows = 0, simulated = 0;
+  const auto table = plan_rows(out);
+  const int rows = static_cast<int>(table.size());
+  int simulated = 0;
   double last_estimate = 0;
-  while (std::getline(csv, line)) {
-    ++rows;
-    std::vector<std::string> fields;
-    for (size_t start = 0, end; start <= line.size(); start = end + 1) {
-      end = std::min(line.find(',', start), line.size());
-      fields.push_back(line.substr(start, end - start));
-    }
+  for (const std::vector<std::string>& fields : table) {
     REQUIRE(fields.size() == 20);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
@@ -407,15 +417,48 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
       run_dtwin("plan " + kQuickstart + " --gpus 4 --top 1 --set layout.recompute=selective" +
                 " --keep recompute --keep zero --keep sequence_parallel -o " + out);
   REQUIRE(result.exit_code == 0);
-  std::ifstream csv(out + "/plan.csv");
-  std::string line;
-  std::getline(csv, line);
-  int rows = 0;
-  while (std::getline(csv, line)) {
-    ++rows;
-    CHECK_THAT(line, Catch::Contains(",0,selective,0,"));  // zero, recompute, sequence_parallel
+  const auto rows = plan_rows(out);
+  for (const std::vector<std::string>& fields : rows) {
+    REQUIRE(fields.size() == 20);
+    CHECK(fields[7] == "0");  // zero
+    CHECK(fields[8] == "selective");
+    CHECK(fields[9] == "0");  // sequence_parallel
   }
-  CHECK(rows > 10);
+  CHECK(rows.size() > 10);
+}
+
+TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context, unfragmented") {
+  // Narayanan et al. 2021's 18.4B on 256 A100 80GB: its fastest layouts fill 73.5 GiB of the
+  // 74.5 GiB. The shipped description leaves (80 GB - 723 MiB) x 0.85 = 62.7 GiB for tensors.
+  const std::string scenario =
+      std::string(DTWIN_SOURCE_DIR) + "/validation/narayanan2021-t1-18.4b.yaml";
+  const auto largest_peak_gib = [&](const std::string& sets, const std::string& out) {
+    const Result result = run_dtwin("plan " + scenario + " --top 1 --keep recompute --keep zero " +
+                                    "--keep sequence_parallel -o " + out + sets);
+    REQUIRE(result.exit_code == 0);
+    double largest = 0;
+    for (const std::vector<std::string>& fields : plan_rows(out))
+      largest = std::max(largest, std::stod(fields.at(12)));  // estimated_peak_gib
+    return largest;
+  };
+  // The same GPU with nothing held outside tensors and no fragmentation.
+  const std::string bare = std::filesystem::absolute("a100-bare.yaml").string();
+  {
+    std::ifstream in(std::string(DTWIN_SOURCE_DIR) + "/models/devices/a100-80gb-sxm.yaml");
+    std::ofstream device(bare);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("reserved_memory:", 0) != 0 && l.rfind("allocator_fragmentation:", 0) != 0)
+        device << l << "\n";
+    device << "reserved_memory: 0\nallocator_fragmentation: 0\n";
+  }
+  const double budget = (80e9 - 723.0 * (1 << 20)) * 0.85 / (1 << 30);
+  const double shipped = largest_peak_gib("", std::filesystem::absolute("plan-budget").string());
+  const double unlimited = largest_peak_gib(" --set cluster.device.model=" + bare,
+                                            std::filesystem::absolute("plan-bare").string());
+  CHECK(shipped <= budget);
+  CHECK(shipped > budget - 5);
+  CHECK(unlimited > budget);
+  CHECK(unlimited <= 80e9 / (1 << 30));
 }
 
 TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {

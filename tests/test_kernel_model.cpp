@@ -13,6 +13,7 @@
 #include "models/device_description.hpp"
 #include "models/kernel_model.hpp"
 #include "models/layer_ops.hpp"
+#include "models/memory_budget.hpp"
 
 using dtwin::Attention;
 using dtwin::AttentionCore;
@@ -332,6 +333,24 @@ TEST_CASE("the shipped device files load", "[device]") {
   CHECK(h100.memory_bandwidth == Approx(3.35e12));
   CHECK((h100.tile_m == 128 && h100.tile_n == 256));
   CHECK(h100.overlap_slowdown >= 1);
+  for (const DeviceDescription& d : {a100, h100}) {
+    CHECK(d.reserved_memory == 723.0 * (1 << 20));
+    CHECK(d.allocator_fragmentation == Approx(0.15));
+  }
+}
+
+TEST_CASE("a rank's tensors may use its share of the device less the context and fragmentation",
+          "[device]") {
+  dtwin::ClusterSpec cluster;
+  cluster.device.memory = 80e9;
+  cluster.ranks_per_device = 2;
+  // No description (a CPU, or a GPU given by peak and memory): the whole share.
+  CHECK(dtwin::tensor_memory_per_rank(cluster) == 40e9);
+  cluster.device.description = load_device_description("a100-80gb-sxm", "");
+  // (40 GB - 723 MiB of CUDA context) x (1 - 0.15 fragmented).
+  CHECK(dtwin::tensor_memory_per_rank(cluster) == Approx((40e9 - 723.0 * (1 << 20)) * 0.85));
+  cluster.device.memory = 1e8;  // less than two contexts: nothing left
+  CHECK(dtwin::tensor_memory_per_rank(cluster) == 0);
 }
 
 TEST_CASE("a bad device file or name is a ConfigError naming file, line and key", "[device]") {
@@ -352,6 +371,11 @@ TEST_CASE("a bad device file or name is a ConfigError naming file, line and key"
         "gemm_efficiency: expected a fraction in (0, 1]");
   CHECK(load_h100_with(h100_line("sm_count"), "").error.find("sm_count: missing key") !=
         std::string::npos);
+  const int fragmentation = h100_line("allocator_fragmentation");
+  check(load_h100_with(fragmentation, "allocator_fragmentation: 1"), fragmentation,
+        "allocator_fragmentation: expected a fraction in [0, 1)");
+  const int reserved = h100_line("reserved_memory");
+  check(load_h100_with(reserved, "reserved_memory: -1GiB"), reserved, "reserved_memory: expected");
 
   const std::string error = load_error("b200");
   CHECK(error.find("unknown device 'b200'") != std::string::npos);

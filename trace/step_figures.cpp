@@ -1,11 +1,13 @@
 #include "trace/step_figures.hpp"
 
+#include "models/memory_budget.hpp"
+
 namespace dtwin::trace {
 
 void fill_step_figures(StepSummary& summary, const Scenario& scenario, const CostModel& cost) {
   const ClusterSpec& cluster = scenario.cluster;
-  const double memory_share = cluster.device.memory / cluster.ranks_per_device;
-  for (RankSummary& rank : summary.ranks) rank.memory_ok = rank.peak_memory_bytes <= memory_share;
+  const double budget = tensor_memory_per_rank(cluster);
+  for (RankSummary& rank : summary.ranks) rank.memory_ok = rank.peak_memory_bytes <= budget;
   summary.tokens_per_s = 0;
   summary.mfu = -1;
   if (summary.step_time_s <= 0) return;
