@@ -429,7 +429,7 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
 
 TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context, unfragmented") {
   // Narayanan et al. 2021's 18.4B on 256 A100 80GB: its fastest layouts fill 73.5 GiB of the
-  // 74.5 GiB. The shipped description leaves (80 GB - 723 MiB) x 0.85 = 62.7 GiB for tensors.
+  // 74.5 GiB. The shipped description leaves (80 GB - 723 MiB) x 0.92 = 67.9 GiB for tensors.
   const std::string scenario =
       std::string(DTWIN_SOURCE_DIR) + "/validation/narayanan2021-t1-18.4b.yaml";
   const auto largest_peak_gib = [&](const std::string& sets, const std::string& out) {
@@ -451,7 +451,7 @@ TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context,
         device << l << "\n";
     device << "reserved_memory: 0\nallocator_fragmentation: 0\n";
   }
-  const double budget = (80e9 - 723.0 * (1 << 20)) * 0.85 / (1 << 30);
+  const double budget = (80e9 - 723.0 * (1 << 20)) * 0.92 / (1 << 30);
   const double shipped = largest_peak_gib("", std::filesystem::absolute("plan-budget").string());
   const double unlimited = largest_peak_gib(" --set cluster.device.model=" + bare,
                                             std::filesystem::absolute("plan-bare").string());
@@ -459,6 +459,24 @@ TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context,
   CHECK(shipped > budget - 5);
   CHECK(unlimited > budget);
   CHECK(unlimited <= 80e9 / (1 << 30));
+}
+
+TEST_CASE("the published runs that held the most memory fit what the shipped GPUs leave tensors") {
+  // They trained, so a memory budget that drops them is wrong (or the memory model is).
+  for (const std::string name :
+       {"dgxc-h100-gpt3-175b-128gpu", "korthikanti2022-t5-1t-selective-sp"}) {
+    const std::string out = std::filesystem::absolute("sim-" + name).string();
+    const Result result = run_dtwin("simulate " + std::string(DTWIN_SOURCE_DIR) + "/validation/" +
+                                    name + ".yaml -o " + out);
+    REQUIRE(result.exit_code == 0);
+    const nlohmann::json summary = read_json(out + "/predicted.summary.json");
+    double largest = 0;
+    for (const auto& rank : summary["ranks"]) {
+      CHECK(rank["memory_ok"] == true);
+      largest = std::max(largest, rank["peak_memory_bytes"].get<double>());
+    }
+    CHECK(largest > 0.8 * 80e9 * 0.92);  // near the budget: these runs test it
+  }
 }
 
 TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
