@@ -20,7 +20,7 @@
 //   kernel_overhead: 5us
 //   overlap_slowdown: 1.05        # >= 1
 //   reserved_memory: 723MiB       # held outside the tensors, per process
-//   allocator_fragmentation: 0.15 # in [0, 1)
+//   allocator_fragmentation: 0.08 # in [0, 1)
 //
 // Every key is required; unknown and duplicate keys are errors.
 #pragma once
