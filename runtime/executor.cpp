@@ -231,10 +231,9 @@ Executor::Works Executor::transfer(const Action& a, const std::vector<torch::Ten
   const int peer = peer_rank(a);
   const int group_rank = layout.pipeline_rank(peer);
   const bool send = sched::is_send(a.kind);
-  const int mine = layout.pipeline_rank(rank_);
-  const bool gradients = a.kind == ActionKind::SEND_B || a.kind == ActionKind::RECV_B;
-  c10d::Backend& channel =
-      comm_.pipeline_channel(gradients, send ? mine < group_rank : group_rank < mine);
+  const sched::Channel c = sched::channel_of(layout, rank_, a);
+  c10d::Backend& channel = comm_.pipeline_channel(
+      c.gradients, layout.pipeline_rank(c.sender) < layout.pipeline_rank(c.receiver));
   Works works;
   for (size_t i = 0; i < message.size(); ++i) {
     std::vector<torch::Tensor> tensors{message[i]};

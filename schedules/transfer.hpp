@@ -2,6 +2,7 @@
 // The one rule used by lowering, validation, the dry run, the simulator and the executor.
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,19 @@ Endpoint sender_of(const Layout& layout, int rank, const Action& receive);
 /// of the result may lie outside [0, num_stages) for a malformed action; its rank is then
 /// meaningless.
 Endpoint peer_of(const Layout& layout, int rank, const Action& p2p);
+
+/// The channel a transfer travels on: its sending and receiving ranks (global) and what it
+/// carries, a gradient (SEND_B/RECV_B) or an activation. A pair of ranks has one channel per
+/// direction and kind.
+struct Channel {
+  int sender = 0;
+  int receiver = 0;
+  bool gradients = false;
+  auto operator<=>(const Channel&) const = default;
+};
+
+/// The channel of `p2p` (any SEND or RECV run by `rank`), the same at both ends.
+Channel channel_of(const Layout& layout, int rank, const Action& p2p);
 
 /// Tag of the message of a transfer, the same at both ends: derived from the receiving end's
 /// (stage, direction, microbatch), so unique among the transfers of a step, in
