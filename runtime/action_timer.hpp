@@ -29,8 +29,9 @@ class ActionTimer {
   virtual void finish_step(std::vector<trace::TimedAction>& /*events*/) {}
 };
 
-/// The host-time timer (it changes nothing) for the CPU; for a CUDA device one that records
-/// CUDA events (CUDA builds only, DTWIN_HAVE_CUDA).
+/// For the CPU, host times, and each compute action's thread CPU time (TimedAction::cpu) when the
+/// rank computes on one thread (with more, other threads do part of the work); for a CUDA device
+/// one that records CUDA events (CUDA builds only, DTWIN_HAVE_CUDA).
 std::unique_ptr<ActionTimer> make_action_timer(const torch::Device& device, const RunClock& clock);
 
 }  // namespace dtwin::rt

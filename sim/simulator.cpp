@@ -42,6 +42,7 @@ struct World {
   std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
+  std::vector<double> cpu;  // per rank: seconds of compute alone on its core so far
 };
 
 // The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
@@ -106,6 +107,13 @@ double measured_tp_seconds(const World& world, const Action& a) {
   return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
 }
 
+// True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
+// one thread per rank.
+bool records_cpu(const World& world) {
+  return world.scenario.cluster.device.kind == DeviceKind::Cpu &&
+         world.platform.threads_per_rank == 1;
+}
+
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
 // returns the seconds of communication inside it (inner_comm_seconds: Megatron's f/g
 // all-reduces block the layer that issues them, so they add to its time; one execution of
@@ -123,6 +131,7 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   const double work = seconds ? (*seconds - measured_collectives) * host->get_speed()
                               : model_flops(world, a) * members / threads;
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
+  world.cpu[rank] += share * slowdown * work / host->get_speed();
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];
@@ -326,6 +335,7 @@ void run_rank(World& world, int rank) {
         event.end = event.start;
         break;
       default: {
+        const double cpu_before = world.cpu[rank];
         const bool prefetched = !flight.gathers[a.stage].empty();
         const double slowdown = prefetched ? overlap_slowdown(world) : 1;
         const bool last = buckets && sched::is_compute(a.kind) && last_gradient.count(a.stage) &&
@@ -334,6 +344,7 @@ void run_rank(World& world, int rank) {
                                   : compute(world, rank, a, 1, slowdown);
         if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
+        if (records_cpu(world)) event.cpu = world.cpu[rank] - cpu_before;
       }
     }
     world.events[rank].push_back(event);
@@ -383,7 +394,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
-      {}};
+      {},
+      std::vector<double>(layout.world_size())};
   for (int rank = 0; rank < layout.world_size(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });

@@ -291,6 +291,66 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
   CHECK_THAT(table, Catch::Contains("-20.0%"));
 }
 
+TEST_CASE("compare: CPU time and waiting for a core, where both timelines have them") {
+  // Predicted: each compute action on a core for 0.8 of its duration. Measured: the step
+  // stretched by 1.25, on a core for 0.9 of each duration.
+  const auto on_cores = [](Events events, double fraction) {
+    for (TimedAction& e : events)
+      if (dtwin::sched::is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM)
+        e.cpu = fraction * (e.end - e.start);
+    return events;
+  };
+  Events predicted = on_cores(quickstart_prediction(), 0.8);
+  // The Chrome trace keeps the CPU times.
+  const Events read = dtwin::trace::from_chrome_trace(dtwin::trace::to_chrome_trace(predicted, 3));
+  REQUIRE(read.size() == predicted.size());
+  for (size_t i = 0; i < read.size(); ++i) CHECK(read[i].cpu == Approx(predicted[i].cpu));
+
+  Events measured = on_cores(measured_run(predicted, 1.25, 0.0), 0.9);
+  const Comparison c = compare_timelines(predicted, measured);
+  double cpu_error = 0, wait_error = 0;
+  for (const auto& k : c.kinds) {
+    INFO(dtwin::sched::kind_name(k.kind));
+    const bool compute = dtwin::sched::is_compute(k.kind) || k.kind == ActionKind::OPTIM;
+    REQUIRE(k.mean_cpu_s.has_value() == compute);
+    if (!compute) continue;
+    CHECK(k.mean_cpu_s->predicted == Approx(0.8 * k.mean_s.predicted));
+    CHECK(k.mean_cpu_s->relative_error() == Approx(0.8 / (0.9 * 1.25) - 1));
+    CHECK(k.mean_core_wait_s->predicted == Approx(0.2 * k.mean_s.predicted));
+    CHECK(k.mean_core_wait_s->measured == Approx(0.1 * k.mean_s.measured));
+    cpu_error += k.count_per_step * k.mean_cpu_s->error() / 3;
+    wait_error += k.count_per_step * k.mean_core_wait_s->error() / 3;
+  }
+  REQUIRE(c.core_error_s().has_value());
+  CHECK(c.core_error_s()->first == Approx(cpu_error));
+  CHECK(c.core_error_s()->second == Approx(wait_error));
+  const auto doc = nlohmann::json::parse(dtwin::trace::to_compare_json(c));
+  CHECK(doc["cores"]["cpu_error_s"].get<double>() == Approx(cpu_error));
+  CHECK(doc["kinds"][0]["measured_cpu_mean_s"].get<double>() ==
+        Approx(c.kinds[0].mean_cpu_s->measured));
+  CHECK_THAT(dtwin::trace::to_markdown_report(c, "q"), Catch::Contains("## On the cores"));
+  CHECK_THAT(dtwin::trace::format_compare_table(c, "q"), Catch::Contains("meas_cpu_ms"));
+  CHECK_THAT(dtwin::trace::explain_gap(c), Catch::Contains("waiting for a core"));
+
+  // One measured B without a CPU time: B is not split; the other kinds still are.
+  for (TimedAction& e : measured)
+    if (e.step == 1 && e.action.kind == ActionKind::B) {
+      e.cpu = 0;
+      break;
+    }
+  const Comparison partial = compare_timelines(predicted, measured);
+  for (const auto& k : partial.kinds)
+    if (k.kind == ActionKind::B)
+      CHECK_FALSE(k.mean_cpu_s);
+    else if (k.kind == ActionKind::F)
+      CHECK(k.mean_cpu_s);
+  // Without CPU times on one side, nothing is split and the reports say nothing of cores.
+  const Comparison none = compare_timelines(quickstart_prediction(), measured);
+  CHECK_FALSE(none.core_error_s());
+  CHECK_FALSE(nlohmann::json::parse(dtwin::trace::to_compare_json(none)).contains("cores"));
+  CHECK_THAT(dtwin::trace::to_markdown_report(none, "q"), !Catch::Contains("## On the cores"));
+}
+
 TEST_CASE("summary JSON round-trips and rejects malformed input") {
   dtwin::trace::StepSummary s;
   s.step_time_s = 1.5;

@@ -33,6 +33,26 @@ TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png", "
   CHECK(compare["measured_steps"] == 5);  // 6 steps, the warm-up step dropped
   CHECK(compare["step_time"]["predicted_s"].get<double>() > 0);
   CHECK(compare["step_time"]["measured_s"].get<double>() > 0);
+  // One thread per rank on the CPU: every compute action carries its thread's CPU time, at most
+  // its duration, and the comparison splits the compute error into CPU time and waiting.
+  std::ifstream trace_in(dir + "/measured.trace.json");
+  const auto trace = nlohmann::json::parse(trace_in);
+  int computed = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("ph", "") != "X" || !e.contains("args") || !e["args"].contains("kind")) continue;
+    const std::string kind = e["args"]["kind"];
+    if (kind != "F" && kind != "B" && kind != "OPTIM") {
+      CHECK_FALSE(e["args"].contains("cpu_us"));
+      continue;
+    }
+    ++computed;
+    REQUIRE(e["args"].contains("cpu_us"));
+    CHECK(e["args"]["cpu_us"].get<double>() > 0);
+    CHECK(e["args"]["cpu_us"].get<double>() <= e["dur"].get<double>() + 1);  // 1 µs of rounding
+  }
+  CHECK(computed == 6 * (12 + 12 + 3));  // 6 steps of 12 F, 12 B and 3 OPTIM
+  REQUIRE(compare.contains("cores"));
+  CHECK(compare["kinds"][0]["measured_cpu_mean_s"].get<double>() > 0);
 }
 
 TEST_CASE("dtwin plan --run trains the best simulated layouts the runtime can execute") {

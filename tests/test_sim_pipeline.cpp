@@ -97,6 +97,43 @@ TEST_CASE("a measured concurrency curve slows ranks by how many of them compute 
   CHECK(simulate_uniform(pipe, {1, 1.5})[0] == Approx(6e-3).epsilon(0.005));
 }
 
+TEST_CASE("a compute action's CPU time is its profiled time alone, its duration the shared one") {
+  // Per F and B of two replicas on two cores, slowed 1.5 times at k = 2: {CPU time / profiled
+  // time, duration / CPU time}; the first on a CPU device, the second on a GPU.
+  const auto ratios = [](const std::string& device) {
+    return test::in_fresh_process([&] {
+      Scenario scenario = data_parallel(2, 4);
+      scenario.cluster.device.kind = device == "gpu" ? DeviceKind::Gpu : DeviceKind::Cpu;
+      const CostModel cost(scenario);
+      Profile profile = uniform_profile(cost.num_stages());
+      profile.concurrency = {1, 1.5};
+      sim::SimOptions options;
+      options.profile = &profile;
+      const sim::SimResult result =
+          sim::simulate(scenario, build_schedule(scenario), cost, options);
+      std::vector<double> out;
+      for (const trace::TimedAction& e : result.events) {
+        if (e.action.kind != sched::ActionKind::F && e.action.kind != sched::ActionKind::B)
+          continue;
+        const double profiled = e.action.kind == sched::ActionKind::F ? 1e-3 : 2e-3;
+        out.push_back(e.cpu / profiled);
+        out.push_back(e.cpu > 0 ? (e.end - e.start) / e.cpu : 0);
+      }
+      return out;
+    });
+  };
+  const std::vector<double> cpu = ratios("cpu");
+  REQUIRE(cpu.size() == 2 * 2 * 2 * 4);  // 2 ranks x (F, B) x 4 microbatches, two ratios each
+  for (size_t i = 0; i < cpu.size(); i += 2) {
+    CHECK(cpu[i] == Approx(1).epsilon(1e-6));
+    CHECK(cpu[i + 1] == Approx(1.5).epsilon(0.005));
+  }
+  // A GPU's kernels run on the device, not on a core: no CPU times.
+  const std::vector<double> gpu = ratios("gpu");
+  REQUIRE(gpu.size() == cpu.size());
+  for (double ratio : gpu) CHECK(ratio == 0);
+}
+
 TEST_CASE("a data-parallel all-reduce alone takes what the profile measured for its size") {
   // Over a 1 GB/s loopback, a 2-rank all-reduce of the gradients G measured at 3 x the link's
   // part (2G/β, the two ring flows sharing the link): the rest is Gloo's CPU work per step.

@@ -122,6 +122,17 @@ double Comparison::gap_share_s(const KindComparison& kind) const {
   return world_size > 0 ? kind.blocking_error_s() / world_size : 0;
 }
 
+std::optional<std::pair<double, double>> Comparison::core_error_s() const {
+  std::optional<std::pair<double, double>> sums;
+  for (const KindComparison& k : kinds) {
+    if (!k.mean_cpu_s) continue;
+    if (!sums) sums.emplace(0, 0);
+    sums->first += k.count_per_step * k.mean_cpu_s->error() / world_size;
+    sums->second += k.count_per_step * k.mean_core_wait_s->error() / world_size;
+  }
+  return sums;
+}
+
 double Figure::relative_error() const {
   if (measured != 0) return (predicted - measured) / measured;
   return predicted == 0 ? 0 : std::numeric_limits<double>::quiet_NaN();
@@ -181,25 +192,39 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                        {p.ranks[r].idle_s, m.ranks[r].idle_s}});
 
   // Mean durations per kind and per (rank, action).
-  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking;
+  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, core_wait;
   std::map<std::pair<int, std::string>, std::pair<Sum, Sum>> actions;
-  for (const TimedAction& e : predicted) {
-    kinds[e.action.kind].first.add(e.end - e.start);
-    blocking[e.action.kind].first.add(blocking_time(e));
-    actions[{e.rank, to_string(e.action)}].first.add(e.end - e.start);
-  }
-  for (const TimedAction& e : kept) {
-    kinds[e.action.kind].second.add(e.end - e.start);
-    blocking[e.action.kind].second.add(blocking_time(e));
-    actions[{e.rank, to_string(e.action)}].second.add(e.end - e.start);
-  }
+  for (const bool is_measured : {false, true})
+    for (const TimedAction& e : is_measured ? kept : predicted) {
+      auto side = [&](auto& sums) -> Sum& {
+        auto& pair = sums[e.action.kind];
+        return is_measured ? pair.second : pair.first;
+      };
+      side(kinds).add(e.end - e.start);
+      side(blocking).add(blocking_time(e));
+      if (e.cpu > 0) {
+        side(cpu).add(e.cpu);
+        side(core_wait).add(e.end - e.start - e.cpu - e.exposed_comm);
+      }
+      auto& pair = actions[{e.rank, to_string(e.action)}];
+      (is_measured ? pair.second : pair.first).add(e.end - e.start);
+    }
   for (ActionKind kind : kAllKinds) {
     const auto it = kinds.find(kind);
     if (it == kinds.end()) continue;
     const auto& [p_sum, m_sum] = it->second;
     const auto& [p_block, m_block] = blocking.at(kind);
-    c.kinds.push_back(
-        {kind, p_sum.count, {p_sum.mean(), m_sum.mean()}, {p_block.mean(), m_block.mean()}});
+    KindComparison k{
+        kind, p_sum.count, {p_sum.mean(), m_sum.mean()}, {p_block.mean(), m_block.mean()}};
+    // CPU times only where every action of the kind, on both sides, has one.
+    const auto on_cores = cpu.find(kind);
+    if (on_cores != cpu.end() && on_cores->second.first.count == p_sum.count &&
+        on_cores->second.second.count == m_sum.count) {
+      const auto& [p_wait, m_wait] = core_wait.at(kind);
+      k.mean_cpu_s = Figure{on_cores->second.first.mean(), on_cores->second.second.mean()};
+      k.mean_core_wait_s = Figure{p_wait.mean(), m_wait.mean()};
+    }
+    c.kinds.push_back(k);
   }
   for (const auto& [key, sums] : actions)
     c.top_actions.push_back({key.first, key.second, {sums.first.mean(), sums.second.mean()}});

@@ -122,6 +122,10 @@ std::string explain_gap(const Comparison& c) {
             " ms measured), but a send runs in the "
             "background until its peer receives and a receive mostly waits for its peer, so only "
             "their exposed transfer time costs step time.";
+  if (const auto cores = c.core_error_s())
+    text += " On the cores, per step and rank, the compute actions' CPU time errs by " +
+            signed_ms(cores->first) + " ms (the cores computing faster or slower than predicted) " +
+            "and their time waiting for a core by " + signed_ms(cores->second) + " ms.";
   return text + bubble;
 }
 
@@ -152,7 +156,7 @@ std::string to_compare_json(const Comparison& c) {
   doc["ranks"] = ranks;
   const double sum = kind_error_sum(c);
   nlohmann::json kinds = nlohmann::json::array();
-  for (const KindComparison& k : c.kinds)
+  for (const KindComparison& k : c.kinds) {
     kinds.push_back({{"kind", std::string(kind_name(k.kind))},
                      {"count_per_step", k.count_per_step},
                      {"predicted_mean_s", k.mean_s.predicted},
@@ -165,7 +169,16 @@ std::string to_compare_json(const Comparison& c) {
                      {"blocking_error_s", k.blocking_error_s()},
                      {"gap_share_s", c.gap_share_s(k)},
                      {"share", sum > 0 ? std::abs(k.blocking_error_s()) / sum : 0.0}});
+    if (k.mean_cpu_s) {
+      kinds.back()["predicted_cpu_mean_s"] = k.mean_cpu_s->predicted;
+      kinds.back()["measured_cpu_mean_s"] = k.mean_cpu_s->measured;
+      kinds.back()["predicted_core_wait_mean_s"] = k.mean_core_wait_s->predicted;
+      kinds.back()["measured_core_wait_mean_s"] = k.mean_core_wait_s->measured;
+    }
+  }
   doc["kinds"] = kinds;
+  if (const auto cores = c.core_error_s())
+    doc["cores"] = {{"cpu_error_s", cores->first}, {"core_wait_error_s", cores->second}};
   nlohmann::json top = nlohmann::json::array();
   for (const ActionComparison& a : c.top_actions)
     top.push_back({{"rank", a.rank},
@@ -240,6 +253,25 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
       signed_ms(c.busy_error_s()) + " ms, and idle time adds " + signed_ms(c.idle_error_s()) +
       " ms, of the " + signed_ms(c.step_time_s.error()) + " ms step-time error.\n";
 
+  if (const auto cores = c.core_error_s()) {
+    md +=
+        "\n## On the cores (ms per action)\n\n"
+        "| kind | CPU pred. | CPU meas. | CPU error | wait pred. | wait meas. |\n"
+        "|---|---:|---:|---:|---:|---:|\n";
+    for (const KindComparison& k : c.kinds)
+      if (k.mean_cpu_s)
+        md += "| " + std::string(kind_name(k.kind)) + " | " + ms(k.mean_cpu_s->predicted) + " | " +
+              ms(k.mean_cpu_s->measured) + " | " + relative(k.mean_cpu_s->relative_error()) +
+              " | " + ms(k.mean_core_wait_s->predicted) + " | " + ms(k.mean_core_wait_s->measured) +
+              " |\n";
+    md +=
+        "\nCPU is the time one action ran on a core: measured, its thread's CPU time; predicted, "
+        "its time alone on a core. Wait is its duration less that and its inner communication: "
+        "time runnable or preempted while other ranks held the cores. Per step and rank the CPU "
+        "time errs by " +
+        signed_ms(cores->first) + " ms and the wait by " + signed_ms(cores->second) + " ms.\n";
+  }
+
   md +=
       "\n## The ten actions with the largest duration error (ms)\n\n"
       "| # | rank | action | predicted | measured | error | relative error |\n"
@@ -297,6 +329,20 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
   out += "gap_ms: the kind's part of the step-time error (blocking time per rank); busy " +
          signed_ms(c.busy_error_s()) + " + idle " + signed_ms(c.idle_error_s()) + " = " +
          signed_ms(c.step_time_s.error()) + " ms\n";
+  if (const auto cores = c.core_error_s()) {
+    out += fmt::format("{:<10} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "on cores", "pred_cpu_ms",
+                       "meas_cpu_ms", "error", "pred_wait_ms", "meas_wait_ms");
+    for (const KindComparison& k : c.kinds)
+      if (k.mean_cpu_s)
+        out += fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12} {:>12.3f} {:>12.3f}\n",
+                           kind_name(k.kind), k.mean_cpu_s->predicted * 1e3,
+                           k.mean_cpu_s->measured * 1e3, relative(k.mean_cpu_s->relative_error()),
+                           k.mean_core_wait_s->predicted * 1e3, k.mean_core_wait_s->measured * 1e3);
+    out +=
+        "cpu: time on a core (measured: thread CPU time); wait: duration - cpu - inner comm; "
+        "per step and rank, cpu " +
+        signed_ms(cores->first) + " + wait " + signed_ms(cores->second) + " ms\n";
+  }
   const std::vector<ActionKind> kinds = explaining_kinds(c);
   if (!kinds.empty()) out += "the step-time gap comes mostly from " + kind_list(kinds) + "\n";
   return out;

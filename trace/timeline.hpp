@@ -24,6 +24,12 @@ struct TimedAction {
   /// For compute actions: seconds of the communication inside the action (tensor-parallel
   /// collectives, offload transfers, waits for prefetched gathers).
   double exposed_comm = 0;
+  /// For compute actions on a CPU device: seconds the rank's thread ran on a core. Measured: the
+  /// thread's CPU time over the action (CLOCK_THREAD_CPUTIME_ID, recorded with one thread per
+  /// rank). Predicted: the action's seconds alone on its core, without its communication. What
+  /// the action's duration holds beyond it and exposed_comm is time waiting for a core. 0 where
+  /// unknown (GPU devices, several threads per rank, communication actions).
+  double cpu = 0;
 };
 
 /// Per-rank totals over one step, in seconds and bytes.
@@ -60,7 +66,8 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 
 /// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
 /// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
-/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}. A compute action with
+/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us} and cpu_us where
+/// TimedAction::cpu > 0. A compute action with
 /// communication inside (tensor-parallel collectives, offload transfers) also gets one
 /// "comm <action>" event (cat "inner_comm") on tid 1 at the end of its span, as long as that
 /// communication took.
