@@ -108,10 +108,11 @@ double measured_tp_seconds(const World& world, const Action& a) {
 }
 
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
-// one thread per rank.
+// one thread per process (a schedule rank's execution runs one thread per tensor-parallel
+// member, and its per-thread seconds are each member's).
 bool records_cpu(const World& world) {
   return world.scenario.cluster.device.kind == DeviceKind::Cpu &&
-         world.platform.threads_per_rank == 1;
+         world.platform.threads_per_rank == world.platform.members_per_host;
 }
 
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
