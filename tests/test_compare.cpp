@@ -292,21 +292,24 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
 }
 
 TEST_CASE("compare: CPU time and waiting for a core, where both timelines have them") {
-  // Predicted: each compute action on a core for 0.8 of its duration. Measured: the step
-  // stretched by 1.25, on a core for 0.9 of each duration.
-  const auto on_cores = [](Events events, double fraction) {
+  // Predicted: each compute action on a core for 0.8 of its duration and communicating inside
+  // it for 0.1. Measured: the step stretched by 1.25, on a core for 0.9 of each duration and
+  // communicating for 0.05.
+  const auto on_cores = [](Events events, double fraction, double comm) {
     for (TimedAction& e : events)
-      if (dtwin::sched::is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM)
+      if (dtwin::sched::is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM) {
         e.cpu = fraction * (e.end - e.start);
+        e.exposed_comm = comm * (e.end - e.start);
+      }
     return events;
   };
-  Events predicted = on_cores(quickstart_prediction(), 0.8);
+  Events predicted = on_cores(quickstart_prediction(), 0.8, 0.1);
   // The Chrome trace keeps the CPU times.
   const Events read = dtwin::trace::from_chrome_trace(dtwin::trace::to_chrome_trace(predicted, 3));
   REQUIRE(read.size() == predicted.size());
   for (size_t i = 0; i < read.size(); ++i) CHECK(read[i].cpu == Approx(predicted[i].cpu));
 
-  Events measured = on_cores(measured_run(predicted, 1.25, 0.0), 0.9);
+  Events measured = on_cores(measured_run(predicted, 1.25, 0.0), 0.9, 0.05);
   const Comparison c = compare_timelines(predicted, measured);
   double cpu_error = 0, wait_error = 0;
   for (const auto& k : c.kinds) {
@@ -316,20 +319,28 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
     if (!compute) continue;
     CHECK(k.mean_cpu_s->predicted == Approx(0.8 * k.mean_s.predicted));
     CHECK(k.mean_cpu_s->relative_error() == Approx(0.8 / (0.9 * 1.25) - 1));
-    CHECK(k.mean_core_wait_s->predicted == Approx(0.2 * k.mean_s.predicted));
-    CHECK(k.mean_core_wait_s->measured == Approx(0.1 * k.mean_s.measured));
+    CHECK(k.mean_core_wait_s->predicted == Approx(0.1 * k.mean_s.predicted));
+    CHECK(k.mean_core_wait_s->measured == Approx(0.05 * k.mean_s.measured));
+    CHECK(k.mean_inner_comm_s->relative_error() == Approx(0.1 / (0.05 * 1.25) - 1));
     cpu_error += k.count_per_step * k.mean_cpu_s->error() / 3;
     wait_error += k.count_per_step * k.mean_core_wait_s->error() / 3;
   }
   REQUIRE(c.core_error_s().has_value());
-  CHECK(c.core_error_s()->first == Approx(cpu_error));
-  CHECK(c.core_error_s()->second == Approx(wait_error));
+  CHECK(c.core_error_s()->cpu_s == Approx(cpu_error));
+  CHECK(c.core_error_s()->wait_s == Approx(wait_error));
+  // The three parts add up to the compute kinds' duration error per rank.
+  double duration_error = 0;
+  for (const auto& k : c.kinds)
+    if (k.mean_cpu_s) duration_error += k.total_error_s() / 3;
+  const auto parts = *c.core_error_s();
+  CHECK(parts.cpu_s + parts.wait_s + parts.inner_comm_s == Approx(duration_error));
   const auto doc = nlohmann::json::parse(dtwin::trace::to_compare_json(c));
   CHECK(doc["cores"]["cpu_error_s"].get<double>() == Approx(cpu_error));
   CHECK(doc["kinds"][0]["measured_cpu_mean_s"].get<double>() ==
         Approx(c.kinds[0].mean_cpu_s->measured));
   CHECK_THAT(dtwin::trace::to_markdown_report(c, "q"), Catch::Contains("## On the cores"));
   CHECK_THAT(dtwin::trace::format_compare_table(c, "q"), Catch::Contains("meas_cpu_ms"));
+  CHECK(doc["cores"]["inner_comm_error_s"].get<double>() == Approx(parts.inner_comm_s));
   CHECK_THAT(dtwin::trace::explain_gap(c), Catch::Contains("waiting for a core"));
 
   // One measured B without a CPU time: B is not split; the other kinds still are.

@@ -122,13 +122,15 @@ double Comparison::gap_share_s(const KindComparison& kind) const {
   return world_size > 0 ? kind.blocking_error_s() / world_size : 0;
 }
 
-std::optional<std::pair<double, double>> Comparison::core_error_s() const {
-  std::optional<std::pair<double, double>> sums;
+std::optional<Comparison::CoreErrors> Comparison::core_error_s() const {
+  std::optional<CoreErrors> sums;
   for (const KindComparison& k : kinds) {
     if (!k.mean_cpu_s) continue;
-    if (!sums) sums.emplace(0, 0);
-    sums->first += k.count_per_step * k.mean_cpu_s->error() / world_size;
-    sums->second += k.count_per_step * k.mean_core_wait_s->error() / world_size;
+    if (!sums) sums.emplace();
+    const double per_rank = static_cast<double>(k.count_per_step) / world_size;
+    sums->cpu_s += per_rank * k.mean_cpu_s->error();
+    sums->wait_s += per_rank * k.mean_core_wait_s->error();
+    sums->inner_comm_s += per_rank * k.mean_inner_comm_s->error();
   }
   return sums;
 }
@@ -192,7 +194,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                        {p.ranks[r].idle_s, m.ranks[r].idle_s}});
 
   // Mean durations per kind and per (rank, action).
-  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, core_wait;
+  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, core_wait, inner_comm;
   std::map<std::pair<int, std::string>, std::pair<Sum, Sum>> actions;
   for (const bool is_measured : {false, true})
     for (const TimedAction& e : is_measured ? kept : predicted) {
@@ -205,6 +207,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
       if (e.cpu > 0) {
         side(cpu).add(e.cpu);
         side(core_wait).add(e.end - e.start - e.cpu - e.exposed_comm);
+        side(inner_comm).add(e.exposed_comm);
       }
       auto& pair = actions[{e.rank, to_string(e.action)}];
       (is_measured ? pair.second : pair.first).add(e.end - e.start);
@@ -223,6 +226,8 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
       const auto& [p_wait, m_wait] = core_wait.at(kind);
       k.mean_cpu_s = Figure{on_cores->second.first.mean(), on_cores->second.second.mean()};
       k.mean_core_wait_s = Figure{p_wait.mean(), m_wait.mean()};
+      const auto& [p_comm, m_comm] = inner_comm.at(kind);
+      k.mean_inner_comm_s = Figure{p_comm.mean(), m_comm.mean()};
     }
     c.kinds.push_back(k);
   }

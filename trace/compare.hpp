@@ -27,11 +27,10 @@
 //                           x their difference; gap_share_s = blocking_error_s / world_size, the
 //                           kind's part of gap.busy_s (they sum to it); share = |blocking_error_s|
 //                           / the sum of |blocking_error_s| over kinds
-//                           and, for kinds with mean_cpu_s, predicted_cpu_mean_s,
-//                           measured_cpu_mean_s, predicted_core_wait_mean_s and
-//                           measured_core_wait_mean_s
-//   "cores"                 {cpu_error_s, core_wait_error_s} (core_error_s; only when a kind has
-//                           CPU times)
+//                           and, for kinds with mean_cpu_s, predicted_ and measured_ cpu_mean_s,
+//                           core_wait_mean_s and inner_comm_mean_s
+//   "cores"                 {cpu_error_s, core_wait_error_s, inner_comm_error_s} (core_error_s;
+//                           only when a kind has CPU times)
 //   "top_actions"           the ten (rank, action) with the largest |error_s|: [{rank, action,
 //                           predicted_s, measured_s, error_s, relative_error}], measured_s being
 //                           the mean over the kept steps
@@ -75,9 +74,11 @@ struct KindComparison {
   /// idle time, the consequence of errors elsewhere).
   Figure mean_blocking_s;
   /// Where both timelines carry TimedAction::cpu on every action of the kind (compute on a CPU
-  /// device, one thread per rank): the mean seconds one action ran on a core, and the mean
-  /// seconds it waited for one (duration - cpu - exposed_comm). Empty otherwise.
-  std::optional<Figure> mean_cpu_s, mean_core_wait_s;
+  /// device, one thread per rank): the mean seconds one action ran on a core, the mean seconds
+  /// it waited for one (duration - cpu - exposed_comm), and the mean seconds of communication
+  /// inside it (exposed_comm: tensor-parallel collectives); the three add up to mean_s. Empty
+  /// otherwise.
+  std::optional<Figure> mean_cpu_s, mean_core_wait_s, mean_inner_comm_s;
   /// count_per_step x mean_s.error(): the summed duration error of this kind per step.
   double total_error_s() const { return count_per_step * mean_s.error(); }
   /// count_per_step x mean_blocking_s.error(): the summed blocking-time error per step.
@@ -116,10 +117,14 @@ struct Comparison {
   double idle_error_s() const;
   /// A kind's part of busy_error_s(): blocking_error_s() / world_size (they sum to it).
   double gap_share_s(const KindComparison& kind) const;
-  /// Over the kinds with mean_cpu_s, per step and rank: {the CPU-time error, the error of the
-  /// time waiting for a core}, each count_per_step x the mean's error / world_size. Empty when
-  /// no kind has it.
-  std::optional<std::pair<double, double>> core_error_s() const;
+  /// Over the kinds with mean_cpu_s, per step and rank, each the sum of count_per_step x the
+  /// mean's error / world_size: their duration error split in three. Empty when no kind has it.
+  struct CoreErrors {
+    double cpu_s = 0;         ///< time on a core
+    double wait_s = 0;        ///< time waiting for a core
+    double inner_comm_s = 0;  ///< communication inside the actions
+  };
+  std::optional<CoreErrors> core_error_s() const;
 };
 
 /// Compares one predicted step (`predicted`, every event of step index 0, or of a single step)

@@ -123,9 +123,10 @@ std::string explain_gap(const Comparison& c) {
             "background until its peer receives and a receive mostly waits for its peer, so only "
             "their exposed transfer time costs step time.";
   if (const auto cores = c.core_error_s())
-    text += " On the cores, per step and rank, the compute actions' CPU time errs by " +
-            signed_ms(cores->first) + " ms (the cores computing faster or slower than predicted) " +
-            "and their time waiting for a core by " + signed_ms(cores->second) + " ms.";
+    text += " Per step and rank, the compute actions' time on a core errs by " +
+            signed_ms(cores->cpu_s) + " ms (the cores computing faster or slower than " +
+            "predicted), their time waiting for a core by " + signed_ms(cores->wait_s) +
+            " ms and the communication inside them by " + signed_ms(cores->inner_comm_s) + " ms.";
   return text + bubble;
 }
 
@@ -174,11 +175,15 @@ std::string to_compare_json(const Comparison& c) {
       kinds.back()["measured_cpu_mean_s"] = k.mean_cpu_s->measured;
       kinds.back()["predicted_core_wait_mean_s"] = k.mean_core_wait_s->predicted;
       kinds.back()["measured_core_wait_mean_s"] = k.mean_core_wait_s->measured;
+      kinds.back()["predicted_inner_comm_mean_s"] = k.mean_inner_comm_s->predicted;
+      kinds.back()["measured_inner_comm_mean_s"] = k.mean_inner_comm_s->measured;
     }
   }
   doc["kinds"] = kinds;
   if (const auto cores = c.core_error_s())
-    doc["cores"] = {{"cpu_error_s", cores->first}, {"core_wait_error_s", cores->second}};
+    doc["cores"] = {{"cpu_error_s", cores->cpu_s},
+                    {"core_wait_error_s", cores->wait_s},
+                    {"inner_comm_error_s", cores->inner_comm_s}};
   nlohmann::json top = nlohmann::json::array();
   for (const ActionComparison& a : c.top_actions)
     top.push_back({{"rank", a.rank},
@@ -256,20 +261,23 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
   if (const auto cores = c.core_error_s()) {
     md +=
         "\n## On the cores (ms per action)\n\n"
-        "| kind | CPU pred. | CPU meas. | CPU error | wait pred. | wait meas. |\n"
-        "|---|---:|---:|---:|---:|---:|\n";
+        "| kind | CPU pred. | CPU meas. | CPU error | wait pred. | wait meas. | inner comm pred. | "
+        "inner comm meas. |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const KindComparison& k : c.kinds)
       if (k.mean_cpu_s)
         md += "| " + std::string(kind_name(k.kind)) + " | " + ms(k.mean_cpu_s->predicted) + " | " +
               ms(k.mean_cpu_s->measured) + " | " + relative(k.mean_cpu_s->relative_error()) +
               " | " + ms(k.mean_core_wait_s->predicted) + " | " + ms(k.mean_core_wait_s->measured) +
-              " |\n";
+              " | " + ms(k.mean_inner_comm_s->predicted) + " | " +
+              ms(k.mean_inner_comm_s->measured) + " |\n";
     md +=
         "\nCPU is the time one action ran on a core: measured, its thread's CPU time; predicted, "
-        "its time alone on a core. Wait is its duration less that and its inner communication: "
-        "time runnable or preempted while other ranks held the cores. Per step and rank the CPU "
-        "time errs by " +
-        signed_ms(cores->first) + " ms and the wait by " + signed_ms(cores->second) + " ms.\n";
+        "its time alone on a core. Inner comm is the communication inside it (tensor-parallel "
+        "collectives). Wait is the rest of its duration: time runnable or preempted while other "
+        "ranks held the cores. Per step and rank the CPU time errs by " +
+        signed_ms(cores->cpu_s) + " ms, the wait by " + signed_ms(cores->wait_s) +
+        " ms and the inner communication by " + signed_ms(cores->inner_comm_s) + " ms.\n";
   }
 
   md +=
@@ -330,18 +338,22 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
          signed_ms(c.busy_error_s()) + " + idle " + signed_ms(c.idle_error_s()) + " = " +
          signed_ms(c.step_time_s.error()) + " ms\n";
   if (const auto cores = c.core_error_s()) {
-    out += fmt::format("{:<10} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "on cores", "pred_cpu_ms",
-                       "meas_cpu_ms", "error", "pred_wait_ms", "meas_wait_ms");
+    out += fmt::format("{:<10} {:>11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11}\n", "on cores",
+                       "pred_cpu_ms", "meas_cpu_ms", "error", "pred_wait", "meas_wait", "pred_comm",
+                       "meas_comm");
     for (const KindComparison& k : c.kinds)
       if (k.mean_cpu_s)
-        out += fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12} {:>12.3f} {:>12.3f}\n",
-                           kind_name(k.kind), k.mean_cpu_s->predicted * 1e3,
-                           k.mean_cpu_s->measured * 1e3, relative(k.mean_cpu_s->relative_error()),
-                           k.mean_core_wait_s->predicted * 1e3, k.mean_core_wait_s->measured * 1e3);
+        out += fmt::format(
+            "{:<10} {:>11.3f} {:>11.3f} {:>8} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f}\n",
+            kind_name(k.kind), k.mean_cpu_s->predicted * 1e3, k.mean_cpu_s->measured * 1e3,
+            relative(k.mean_cpu_s->relative_error()), k.mean_core_wait_s->predicted * 1e3,
+            k.mean_core_wait_s->measured * 1e3, k.mean_inner_comm_s->predicted * 1e3,
+            k.mean_inner_comm_s->measured * 1e3);
     out +=
-        "cpu: time on a core (measured: thread CPU time); wait: duration - cpu - inner comm; "
-        "per step and rank, cpu " +
-        signed_ms(cores->first) + " + wait " + signed_ms(cores->second) + " ms\n";
+        "cpu: time on a core (measured: thread CPU time); comm: communication inside; wait: the "
+        "rest; per step and rank, cpu " +
+        signed_ms(cores->cpu_s) + " + wait " + signed_ms(cores->wait_s) + " + comm " +
+        signed_ms(cores->inner_comm_s) + " ms\n";
   }
   const std::vector<ActionKind> kinds = explaining_kinds(c);
   if (!kinds.empty()) out += "the step-time gap comes mostly from " + kind_list(kinds) + "\n";
