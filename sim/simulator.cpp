@@ -108,11 +108,10 @@ double measured_tp_seconds(const World& world, const Action& a) {
 }
 
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
-// one thread per process (a schedule rank's execution runs one thread per tensor-parallel
-// member, and its per-thread seconds are each member's).
+// one thread per process (a schedule rank's tensor-parallel members have at most one core each).
 bool records_cpu(const World& world) {
   return world.scenario.cluster.device.kind == DeviceKind::Cpu &&
-         world.platform.threads_per_rank == world.platform.members_per_host;
+         world.platform.threads_per_rank <= world.platform.members_per_host;
 }
 
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
@@ -132,7 +131,11 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   const double work = seconds ? (*seconds - measured_collectives) * host->get_speed()
                               : model_flops(world, a) * members / threads;
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
-  world.cpu[rank] += share * slowdown * work / host->get_speed();
+  // One member's seconds alone on its core: the profiled pass less its collectives, or its
+  // FLOPs at the core's speed.
+  world.cpu[rank] +=
+      share * slowdown *
+      (seconds ? *seconds - measured_collectives : model_flops(world, a) / host->get_speed());
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];

@@ -132,20 +132,23 @@ TEST_CASE("a compute action's CPU time is its profiled time alone, its duration 
   const std::vector<double> gpu = ratios("gpu");
   REQUIRE(gpu.size() == cpu.size());
   for (double ratio : gpu) CHECK(ratio == 0);
-  // A tensor-parallel group runs one thread per member process: each F and B has a member's CPU
-  // time, at most its duration.
-  const std::vector<double> tp = test::in_fresh_process([] {
-    const Scenario scenario =
-        load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/tp2.yaml", {});
-    const CostModel cost(scenario);
-    const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, {});
-    std::vector<double> out;  // CPU time / duration per F and B
-    for (const trace::TimedAction& e : result.events)
-      if (sched::is_compute(e.action.kind)) out.push_back(e.cpu / (e.end - e.start));
-    return out;
-  });
-  REQUIRE_FALSE(tp.empty());
-  for (double share : tp) CHECK((share > 0 && share <= 1 + 1e-9));
+  // Tensor-parallel member processes have one thread each, with a core each (tp2) or sharing
+  // them (3d: 8 processes on 2 cores): each F and B has a member's CPU time, at most its duration.
+  for (const char* name : {"tp2", "3d-dp2-tp2-pp2"}) {
+    INFO(name);
+    const std::vector<double> tp = test::in_fresh_process([&] {
+      const Scenario scenario =
+          load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/" + name + ".yaml", {});
+      const CostModel cost(scenario);
+      const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, {});
+      std::vector<double> out;  // CPU time / duration per F and B
+      for (const trace::TimedAction& e : result.events)
+        if (sched::is_compute(e.action.kind)) out.push_back(e.cpu / (e.end - e.start));
+      return out;
+    });
+    REQUIRE_FALSE(tp.empty());
+    for (double share : tp) CHECK((share > 0 && share <= 1 + 1e-9));
+  }
 }
 
 TEST_CASE("a data-parallel all-reduce alone takes what the profile measured for its size") {
