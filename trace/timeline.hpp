@@ -67,10 +67,9 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 /// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
 /// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
 /// microseconds, args {stage, microbatch, kind, step, exposed_comm_us} and cpu_us where
-/// TimedAction::cpu > 0. A compute action with
-/// communication inside (tensor-parallel collectives, offload transfers) also gets one
-/// "comm <action>" event (cat "inner_comm") on tid 1 at the end of its span, as long as that
-/// communication took.
+/// TimedAction::cpu > 0. A compute action with communication inside (tensor-parallel
+/// collectives, offload transfers) also gets one "comm <action>" event (cat "inner_comm") on
+/// tid 1 at the end of its span, as long as that communication took.
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
 
 /// Parses to_chrome_trace's output back into events (metadata events are skipped).
