@@ -74,7 +74,8 @@ TWO_HOSTS = {"dp2": ["dp2"], "pp2": ["quickstart", "--set", "layout.pp=2"]}
 for case, (scenario, *sets) in TWO_HOSTS.items():
     for rate in ("100mbit", "1gbit"):
         out = f"{OUT}/two-hosts-{case}-{rate}"
-        # The namespaces share this machine: LOCAL_WORLD_SIZE=2 gives each rank half its cores.
+        # The namespaces share this machine: LOCAL_WORLD_SIZE=2 gives each rank half its cores,
+        # one thread, and each simulated host has one core to match.
         with NetHosts(2, rate) as hosts:
             ranks = []
             for rank in range(2):
@@ -84,6 +85,7 @@ for case, (scenario, *sets) in TWO_HOSTS.items():
                 args = ["ip", "netns", "exec", hosts.hosts[rank], DTWIN, "run",
                         f"scenarios/{scenario}.yaml", *sets, "--set", f"training.steps={STEPS}",
                         "--set", "cluster.nodes=2", "--set", "cluster.ranks_per_device=1",
+                        "--set", "cluster.device.cores=1",
                         "-o", out if rank == 0 else f"{out}/rank1"]
                 ranks.append(subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL))
             if any(r.wait() != 0 for r in ranks):
