@@ -126,16 +126,16 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   // A profiled pass holds its measured collectives: the rank waits in them off the cores, which
   // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups).
   const double measured_collectives = measured_tp_seconds(world, a);
-  // FLOPs per thread: the rank's work split over its cores.
-  const double members = world.platform.members_per_host;
-  const double work = seconds ? (*seconds - measured_collectives) * host->get_speed()
-                              : model_flops(world, a) * members / threads;
-  const double per_thread = share * slowdown * work + collectives * host->get_speed();
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
-  world.cpu[rank] +=
-      share * slowdown *
-      (seconds ? *seconds - measured_collectives : model_flops(world, a) / host->get_speed());
+  const double alone =
+      seconds ? *seconds - measured_collectives : model_flops(world, a) / host->get_speed();
+  world.cpu[rank] += share * slowdown * alone;
+  // FLOPs per thread: a profiled pass is one member's; modelled FLOPs are the group's, split over
+  // its cores.
+  const double members = world.platform.members_per_host;
+  const double work = alone * host->get_speed() * (seconds ? 1 : members / threads);
+  const double per_thread = share * slowdown * work + collectives * host->get_speed();
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];

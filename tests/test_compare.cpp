@@ -319,11 +319,11 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
     if (!compute) continue;
     CHECK(k.mean_cpu_s->predicted == Approx(0.8 * k.mean_s.predicted));
     CHECK(k.mean_cpu_s->relative_error() == Approx(0.8 / (0.9 * 1.25) - 1));
-    CHECK(k.mean_core_wait_s->predicted == Approx(0.1 * k.mean_s.predicted));
-    CHECK(k.mean_core_wait_s->measured == Approx(0.05 * k.mean_s.measured));
+    CHECK(k.mean_core_wait_s()->predicted == Approx(0.1 * k.mean_s.predicted));
+    CHECK(k.mean_core_wait_s()->measured == Approx(0.05 * k.mean_s.measured));
     CHECK(k.mean_inner_comm_s->relative_error() == Approx(0.1 / (0.05 * 1.25) - 1));
     cpu_error += k.count_per_step * k.mean_cpu_s->error() / 3;
-    wait_error += k.count_per_step * k.mean_core_wait_s->error() / 3;
+    wait_error += k.count_per_step * k.mean_core_wait_s()->error() / 3;
   }
   REQUIRE(c.core_error_s().has_value());
   CHECK(c.core_error_s()->cpu_s == Approx(cpu_error));

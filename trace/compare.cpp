@@ -122,6 +122,12 @@ double Comparison::gap_share_s(const KindComparison& kind) const {
   return world_size > 0 ? kind.blocking_error_s() / world_size : 0;
 }
 
+std::optional<Figure> KindComparison::mean_core_wait_s() const {
+  if (!mean_cpu_s) return std::nullopt;
+  return Figure{mean_s.predicted - mean_cpu_s->predicted - mean_inner_comm_s->predicted,
+                mean_s.measured - mean_cpu_s->measured - mean_inner_comm_s->measured};
+}
+
 std::optional<Comparison::CoreErrors> Comparison::core_error_s() const {
   std::optional<CoreErrors> sums;
   for (const KindComparison& k : kinds) {
@@ -129,7 +135,7 @@ std::optional<Comparison::CoreErrors> Comparison::core_error_s() const {
     if (!sums) sums.emplace();
     const double per_rank = static_cast<double>(k.count_per_step) / world_size;
     sums->cpu_s += per_rank * k.mean_cpu_s->error();
-    sums->wait_s += per_rank * k.mean_core_wait_s->error();
+    sums->wait_s += per_rank * k.mean_core_wait_s()->error();
     sums->inner_comm_s += per_rank * k.mean_inner_comm_s->error();
   }
   return sums;
@@ -194,7 +200,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                        {p.ranks[r].idle_s, m.ranks[r].idle_s}});
 
   // Mean durations per kind and per (rank, action).
-  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, core_wait, inner_comm;
+  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, inner_comm;
   std::map<std::pair<int, std::string>, std::pair<Sum, Sum>> actions;
   for (const bool is_measured : {false, true})
     for (const TimedAction& e : is_measured ? kept : predicted) {
@@ -206,7 +212,6 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
       side(blocking).add(blocking_time(e));
       if (e.cpu > 0) {
         side(cpu).add(e.cpu);
-        side(core_wait).add(e.end - e.start - e.cpu - e.exposed_comm);
         side(inner_comm).add(e.exposed_comm);
       }
       auto& pair = actions[{e.rank, to_string(e.action)}];
@@ -223,9 +228,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     const auto on_cores = cpu.find(kind);
     if (on_cores != cpu.end() && on_cores->second.first.count == p_sum.count &&
         on_cores->second.second.count == m_sum.count) {
-      const auto& [p_wait, m_wait] = core_wait.at(kind);
       k.mean_cpu_s = Figure{on_cores->second.first.mean(), on_cores->second.second.mean()};
-      k.mean_core_wait_s = Figure{p_wait.mean(), m_wait.mean()};
       const auto& [p_comm, m_comm] = inner_comm.at(kind);
       k.mean_inner_comm_s = Figure{p_comm.mean(), m_comm.mean()};
     }

@@ -74,11 +74,12 @@ struct KindComparison {
   /// idle time, the consequence of errors elsewhere).
   Figure mean_blocking_s;
   /// Where both timelines carry TimedAction::cpu on every action of the kind (compute on a CPU
-  /// device, one thread per rank): the mean seconds one action ran on a core, the mean seconds
-  /// it waited for one (duration - cpu - exposed_comm), and the mean seconds of communication
-  /// inside it (exposed_comm: tensor-parallel collectives); the three add up to mean_s. Empty
+  /// device, one thread per rank): the mean seconds one action ran on a core, and the mean
+  /// seconds of communication inside it (exposed_comm: tensor-parallel collectives). Empty
   /// otherwise.
-  std::optional<Figure> mean_cpu_s, mean_core_wait_s, mean_inner_comm_s;
+  std::optional<Figure> mean_cpu_s, mean_inner_comm_s;
+  /// The rest of mean_s where mean_cpu_s is known: the mean seconds one action waited for a core.
+  std::optional<Figure> mean_core_wait_s() const;
   /// count_per_step x mean_s.error(): the summed duration error of this kind per step.
   double total_error_s() const { return count_per_step * mean_s.error(); }
   /// count_per_step x mean_blocking_s.error(): the summed blocking-time error per step.

@@ -173,8 +173,8 @@ std::string to_compare_json(const Comparison& c) {
     if (k.mean_cpu_s) {
       kinds.back()["predicted_cpu_mean_s"] = k.mean_cpu_s->predicted;
       kinds.back()["measured_cpu_mean_s"] = k.mean_cpu_s->measured;
-      kinds.back()["predicted_core_wait_mean_s"] = k.mean_core_wait_s->predicted;
-      kinds.back()["measured_core_wait_mean_s"] = k.mean_core_wait_s->measured;
+      kinds.back()["predicted_core_wait_mean_s"] = k.mean_core_wait_s()->predicted;
+      kinds.back()["measured_core_wait_mean_s"] = k.mean_core_wait_s()->measured;
       kinds.back()["predicted_inner_comm_mean_s"] = k.mean_inner_comm_s->predicted;
       kinds.back()["measured_inner_comm_mean_s"] = k.mean_inner_comm_s->measured;
     }
@@ -268,9 +268,9 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
       if (k.mean_cpu_s)
         md += "| " + std::string(kind_name(k.kind)) + " | " + ms(k.mean_cpu_s->predicted) + " | " +
               ms(k.mean_cpu_s->measured) + " | " + relative(k.mean_cpu_s->relative_error()) +
-              " | " + ms(k.mean_core_wait_s->predicted) + " | " + ms(k.mean_core_wait_s->measured) +
-              " | " + ms(k.mean_inner_comm_s->predicted) + " | " +
-              ms(k.mean_inner_comm_s->measured) + " |\n";
+              " | " + ms(k.mean_core_wait_s()->predicted) + " | " +
+              ms(k.mean_core_wait_s()->measured) + " | " + ms(k.mean_inner_comm_s->predicted) +
+              " | " + ms(k.mean_inner_comm_s->measured) + " |\n";
     md +=
         "\nCPU is the time one action ran on a core: measured, its thread's CPU time; predicted, "
         "its time alone on a core. Inner comm is the communication inside it (tensor-parallel "
@@ -346,8 +346,8 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
         out += fmt::format(
             "{:<10} {:>11.3f} {:>11.3f} {:>8} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f}\n",
             kind_name(k.kind), k.mean_cpu_s->predicted * 1e3, k.mean_cpu_s->measured * 1e3,
-            relative(k.mean_cpu_s->relative_error()), k.mean_core_wait_s->predicted * 1e3,
-            k.mean_core_wait_s->measured * 1e3, k.mean_inner_comm_s->predicted * 1e3,
+            relative(k.mean_cpu_s->relative_error()), k.mean_core_wait_s()->predicted * 1e3,
+            k.mean_core_wait_s()->measured * 1e3, k.mean_inner_comm_s->predicted * 1e3,
             k.mean_inner_comm_s->measured * 1e3);
     out +=
         "cpu: time on a core (measured: thread CPU time); comm: communication inside; wait: the "
