@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Predicted against measured on every CPU scenario: runs `dtwin run` (profile, simulate, train,
-compare, plot) on each, then prints a Markdown table of step time, bubble fraction and peak
-memory per rank, predicted and measured, with the errors, the compute kinds' error per step and
-rank split into time on a core, time waiting for one and communication inside (compare.json's
-"cores", CPU runs) and, where a target is missed (step time within 5%, bubble within 3 points,
+compare, plot) on each, then prints a Markdown table of step time (measured: the mean and the
+standard deviation over the steps), bubble fraction and peak memory per rank, predicted and
+measured, with the errors, the compute kinds' error per step and rank split into time on a
+core, time waiting for one and communication inside (compare.json's "cores", CPU runs) and, where a target is missed (step time within 5%, bubble within 3 points,
 every rank's peak memory within 10%), the action kinds that explain the gap. Then the two-host
 cases: dp=2 and pp=2 with one rank on each of two network namespaces joined by a shaped link
 (bench/net_hosts.py; needs root), 100 Mbit/s and 1 Gbit/s, each rank a `dtwin run` under
@@ -55,13 +55,15 @@ def row(name, c):
     split = (f"{cores['cpu_error_s'] * 1e3:+.1f} / {cores['core_wait_error_s'] * 1e3:+.1f} / "
              f"{cores['inner_comm_error_s'] * 1e3:+.1f}" if cores else "")
     return (f"| {name} | {step['predicted_s'] * 1e3:.0f} | {step['measured_s'] * 1e3:.0f} "
+            f"± {step['measured_std_s'] * 1e3:.0f} "
             f"| {step['relative_error']:+.1%} | {bubble['predicted_fraction']:.1%} "
             f"| {bubble['measured_fraction']:.1%} | {bubble['difference_pp']:+.1f} "
             f"| {' / '.join(f'{e:+.1%}' for e in memory)} | {split} "
             f"| {'yes' if ok else 'no: ' + gap} |")
 
 
-print("| scenario | predicted step ms | measured step ms | error | predicted bubble "
+print("| scenario | predicted step ms | measured step ms (± sd over steps) | error "
+      "| predicted bubble "
       "| measured bubble | difference (points) | memory error per rank "
       "| compute error ms: CPU / wait / inner comm | within target |")
 print("|---|---|---|---|---|---|---|---|---|---|")

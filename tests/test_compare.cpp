@@ -146,6 +146,35 @@ TEST_CASE("compare: a single measured step is kept, and the warm-up step is not 
   CHECK(std::abs(c.step_time_s.relative_error()) < 1e-9);
 }
 
+TEST_CASE("compare: the measured steps' spread, in compare.json and report.md") {
+  const Events predicted = quickstart_prediction();
+  // A warm-up step (stretched by 5, dropped), then steps of T, 1.2 T and 0.8 T: their mean is T
+  // and their standard deviation T sqrt(0.08 / 3).
+  Events measured = transformed(predicted, 5.0, 0.0, 0);
+  double shift = 10;
+  int step = 1;
+  for (double k : {1.0, 1.2, 0.8}) {
+    measured = concat(measured, transformed(predicted, k, shift, step++));
+    shift += 5;
+  }
+  const Comparison c = compare_timelines(predicted, measured);
+  const double t = c.step_time_s.predicted;
+  CHECK(c.measured_steps == 3);
+  CHECK(c.step_time_s.measured == Approx(t));
+  CHECK(c.measured_step_std_s == Approx(t * std::sqrt(0.08 / 3)));
+  const auto doc = nlohmann::json::parse(dtwin::trace::to_compare_json(c));
+  CHECK(doc["step_time"]["measured_std_s"].get<double>() == Approx(c.measured_step_std_s));
+  // 16.3% of the mean, and a standard error of 9.4% over 3 steps.
+  const std::string md = dtwin::trace::to_markdown_report(c, "spread");
+  CHECK_THAT(md, Catch::Contains("(standard deviation, 16.3%)"));
+  CHECK_THAT(md, Catch::Contains("standard error over 3 steps"));
+  CHECK_THAT(md, Catch::Contains("(9.4%)"));
+  // One measured step has no spread, and the report says nothing of it.
+  const Comparison one = compare_timelines(predicted, transformed(predicted, 2.0, 1.0, 7));
+  CHECK(one.measured_step_std_s == 0);
+  CHECK_THAT(dtwin::trace::to_markdown_report(one, "one"), !Catch::Contains("standard deviation"));
+}
+
 TEST_CASE("compare: timelines of different schedules are rejected with a clear message") {
   const Events predicted = quickstart_prediction();
   const Events good = measured_run(predicted, 1.0, 0.0);

@@ -192,6 +192,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
   const StepSummary p = summarize(predicted, c.world_size);
   const StepSummary m = summarize_steps(kept, c.world_size, false);
   c.step_time_s = {p.step_time_s, m.step_time_s};
+  c.measured_step_std_s = m.step_time_std_s;
   c.bubble_fraction = {p.bubble_fraction, m.bubble_fraction};
   for (int r = 0; r < c.world_size; ++r)
     c.ranks.push_back({r,

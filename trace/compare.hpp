@@ -6,8 +6,9 @@
 //   "world_size"            ranks of both timelines
 //   "measured_steps"        measured steps compared (after the warm-up step is dropped)
 //   "dropped_first_step"    true when the first measured step was left out as warm-up
-//   "step_time"             {predicted_s, measured_s, error_s, relative_error}; measured_s is the
-//                           mean over the kept steps of each step's latest end - earliest start
+//   "step_time"             {predicted_s, measured_s, error_s, relative_error, measured_std_s};
+//                           measured_s is the mean over the kept steps of each step's latest end
+//                           - earliest start, measured_std_s their standard deviation
 //   "bubble"                {predicted_fraction, measured_fraction, difference_pp}, the mean
 //                           over ranks of idle / step time; difference in percentage points
 //   "ranks"                 [{rank, predicted: {compute_s, comm_s, idle_s}, measured: {...},
@@ -105,6 +106,9 @@ struct Comparison {
   int measured_steps = 0;  ///< kept measured steps
   bool dropped_first_step = false;
   Figure step_time_s;
+  /// Standard deviation of the kept measured steps' times (seconds; 0 for one step): how far
+  /// one step strays from step_time_s.measured. Its standard error is this / sqrt(measured_steps).
+  double measured_step_std_s = 0;
   Figure bubble_fraction;  ///< error() * 100 is the difference in percentage points
   std::vector<RankComparison> ranks;
   std::vector<KindComparison> kinds;          ///< kinds present in the schedule, in enum order
@@ -157,7 +161,8 @@ std::string to_compare_json(const Comparison& comparison);
 /// report.md: headline, per-rank, per-kind, top-ten and memory tables and explain_gap's paragraph.
 std::string to_markdown_report(const Comparison& comparison, const std::string& title);
 
-/// The compact stdout table: step time, bubble and per-kind errors.
+/// The compact stdout table: step time and the measured steps' standard deviation, bubble and
+/// per-kind errors.
 std::string format_compare_table(const Comparison& comparison, const std::string& title);
 
 }  // namespace dtwin::trace

@@ -138,7 +138,8 @@ std::string to_compare_json(const Comparison& c) {
   doc["step_time"] = {{"predicted_s", c.step_time_s.predicted},
                       {"measured_s", c.step_time_s.measured},
                       {"error_s", c.step_time_s.error()},
-                      {"relative_error", relative_json(c.step_time_s)}};
+                      {"relative_error", relative_json(c.step_time_s)},
+                      {"measured_std_s", c.measured_step_std_s}};
   doc["bubble"] = {{"predicted_fraction", c.bubble_fraction.predicted},
                    {"measured_fraction", c.bubble_fraction.measured},
                    {"difference_pp", c.bubble_fraction.error() * 100}};
@@ -224,6 +225,13 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
         relative(c.step_time_s.relative_error()) + ") |\n";
   md += "| bubble | " + percent(c.bubble_fraction.predicted) + " | " +
         percent(c.bubble_fraction.measured) + " | " + points(c.bubble_fraction.error()) + " |\n\n";
+  if (c.measured_steps > 1 && c.step_time_s.measured > 0) {
+    const double sem = c.measured_step_std_s / std::sqrt(static_cast<double>(c.measured_steps));
+    md += "One measured step strays from their mean by " + ms(c.measured_step_std_s) +
+          " ms (standard deviation, " + percent(c.measured_step_std_s / c.step_time_s.measured) +
+          "); the mean's standard error over " + std::to_string(c.measured_steps) + " steps is " +
+          ms(sem) + " ms (" + percent(sem / c.step_time_s.measured) + ").\n\n";
+  }
 
   md +=
       "## Per rank (ms per step)\n\n"
@@ -325,6 +333,7 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
   out +=
       fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12}\n", "step_ms", c.step_time_s.predicted * 1e3,
                   c.step_time_s.measured * 1e3, relative(c.step_time_s.relative_error()));
+  out += fmt::format("{:<10} {:>12} {:>12.3f}\n", "step_sd_ms", "", c.measured_step_std_s * 1e3);
   out +=
       fmt::format("{:<10} {:>12} {:>12} {:>12}\n", "bubble", percent(c.bubble_fraction.predicted),
                   percent(c.bubble_fraction.measured), points(c.bubble_fraction.error()));

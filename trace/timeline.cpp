@@ -1,6 +1,7 @@
 #include "trace/timeline.hpp"
 
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include <fmt/compile.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <vector>
 
 #include "schedules/user_error.hpp"
 
@@ -63,8 +65,10 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
   if (drop_first && steps.size() > 1) steps.erase(steps.begin());
   StepSummary mean;
   mean.ranks.resize(world_size);
+  std::vector<double> step_times;
   for (const auto& [step, step_events] : steps) {
     const StepSummary one = summarize(step_events, world_size);
+    step_times.push_back(one.step_time_s);
     mean.step_time_s += one.step_time_s / steps.size();
     mean.bubble_fraction += one.bubble_fraction / steps.size();
     for (int r = 0; r < world_size; ++r) {
@@ -73,6 +77,9 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
       mean.ranks[r].idle_s += one.ranks[r].idle_s / steps.size();
     }
   }
+  double square_sum = 0;
+  for (double t : step_times) square_sum += (t - mean.step_time_s) * (t - mean.step_time_s);
+  if (!step_times.empty()) mean.step_time_std_s = std::sqrt(square_sum / step_times.size());
   return mean;
 }
 

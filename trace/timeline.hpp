@@ -48,6 +48,8 @@ struct RankSummary {
 /// rank (index = rank).
 struct StepSummary {
   double step_time_s = 0;
+  /// Standard deviation of the step time over the steps summarised (population; 0 for one step).
+  double step_time_std_s = 0;
   double bubble_fraction = 0;  ///< mean over ranks of idle_s / step_time_s
   double tokens_per_s = 0;
   double mfu = -1;  ///< model FLOPs utilisation in [0, 1]; -1 when peak is unknown
@@ -59,8 +61,9 @@ struct StepSummary {
 StepSummary summarize(const std::vector<TimedAction>& events, int world_size);
 
 /// The mean per-step summary of a multi-step timeline: each step's events (TimedAction::step)
-/// are summarised alone, then step time, bubble and per-rank totals are averaged. With
-/// `drop_first` and more than one step, the first (warm-up) step is left out.
+/// are summarised alone, then step time, bubble and per-rank totals are averaged, and
+/// step_time_std_s is the steps' spread. With `drop_first` and more than one step, the first
+/// (warm-up) step is left out.
 StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_size,
                             bool drop_first);
 
