@@ -2,13 +2,14 @@
 """Predicted against measured on every CPU scenario: runs `dtwin run` (profile, simulate, train,
 compare, plot) on each, then prints a Markdown table of step time (measured: the mean and the
 standard deviation over the steps), bubble fraction and peak memory per rank, predicted and
-measured, with the errors, the compute kinds' error per step and rank split into time on a
-core, time waiting for one and communication inside (compare.json's "cores", CPU runs) and, where a target is missed (step time within 5%, bubble within 3 points,
-every rank's peak memory within 10%), the action kinds that explain the gap. Then the two-host
-cases: dp=2 and pp=2 with one rank on each of two network namespaces joined by a shaped link
-(bench/net_hosts.py; needs root), 100 Mbit/s and 1 Gbit/s, each rank a `dtwin run` under
-torchrun-style variables. Also writes a microbatch sweep of the quickstart (out/bench/sweep.csv,
-drawn by plots/sweep.py to out/bench/sweep.png).
+measured, with the errors, the compute kinds' error per step and rank split into time on a core,
+time waiting for one and communication inside (compare.json's "cores", CPU runs) and, where a
+target is missed (step time within 5%, bubble within 3 points, every rank's peak memory within
+10%), the action kinds that explain the gap. Then the two-host cases: dp=2 and pp=2 with one
+rank on each of two network namespaces joined by a shaped link (bench/net_hosts.py; needs root),
+100 Mbit/s and 1 Gbit/s, each rank a `dtwin run` under torchrun-style variables. Also writes a
+microbatch sweep of the quickstart (out/bench/sweep.csv, drawn by plots/sweep.py to
+out/bench/sweep.png).
 
 Usage: .venv/bin/python bench/predict_vs_measure.py [path/to/dtwin] [steps]
        python3 bench/predict_vs_measure.py --gpu [path/to/dtwin] [steps]
