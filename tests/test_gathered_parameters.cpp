@@ -1,7 +1,8 @@
 // Sharded training ends with the single-rank run's parameters: ZeRO 3 gathers them over the
-// data-parallel group into its checkpoint, and tensor parallelism saves each member's shards,
-// which put together along their split dimension (tensor_parallel_dim) give the whole model.
-// Real processes through `dtwin train`; the checkpoints are loaded back into LibTorch modules.
+// data-parallel group into its checkpoint, bit for bit those of dp=2 without ZeRO, and tensor
+// parallelism saves each member's shards, which put together along their split dimension
+// (tensor_parallel_dim) give the whole model. Real processes through `dtwin train`; the
+// checkpoints are loaded back into LibTorch modules.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -77,10 +78,13 @@ Parameters checkpointed(const std::string& dir, const std::vector<std::string>& 
 }
 
 // `gathered` holds every parameter of the single-rank run's checkpoint, and training moved them
-// from their initial values: `exact`, every element within 1e-6; else (tensor parallelism, whose
-// split GEMMs and all-reduces sum in another order) 99.5% of each tensor within 1e-6 and every
-// element within 1e-4.
-void check_single_rank_parameters(const Parameters& gathered, bool exact) {
+// from their initial values: every element within 1e-4, and 99.5% of the model's elements
+// within 1e-6. Splitting the batch over replicas (dp) or a GEMM over members (tp) sums the
+// gradients in another order. On the AMD EPYC machine dp=2 still gave every element within 1e-6;
+// on an Intel Xeon with AVX-512, dp=2 without ZeRO gave up to 1.16e-5 (embed.weight), and 3 of
+// the 64 elements of a norm weight (about 1.0) beyond 1e-6, by 1.0e-6 to 1.6e-6: a share is
+// counted over the model, since one element is 1.6% of such a tensor.
+void check_single_rank_parameters(const Parameters& gathered) {
   const std::vector<std::string> single{"layout.dp=1", "layout.pp=1", "layout.microbatches=4",
                                         "cluster.ranks_per_device=1"};
   static const std::string dir = train("single", single);
@@ -90,34 +94,61 @@ void check_single_rank_parameters(const Parameters& gathered, bool exact) {
   const auto initial = dtwin::nn::StageModule(m, 0, m.n_layers, true, true, scenario.training.seed)
                            .named_parameters();
   REQUIRE(gathered.size() == expected.size());
+  double beyond = 0, elements = 0;  // elements beyond 1e-6, and in all
   for (const auto& [name, want] : expected) {
     CAPTURE(name);
     REQUIRE(gathered.count(name) == 1);
     REQUIRE(gathered.at(name).sizes() == want.sizes());
     CHECK((want - initial[name]).abs().max().item<double>() > 1e-4);
     const torch::Tensor diff = (gathered.at(name) - want).abs();
-    if (exact) {
-      CHECK(diff.max().item<double>() <= 1e-6);
-      continue;
-    }
     // AdamW moves a weight by lr·m/(sqrt(v) + eps): where a gradient is near 0 (|g| <~ eps =
     // 1e-8), a rounding difference d in it moves the weight by lr·d/eps (3e5·d at lr 3e-3), so
     // when the split changes the order of the sums a few such weights differ by more than 1e-6.
     // A misplaced or stale shard differs by the 0.02 scale of the weights.
-    CHECK((diff > 1e-6).to(torch::kDouble).mean().item<double>() <= 0.005);
+    beyond += (diff > 1e-6).sum().item<double>();
+    elements += static_cast<double>(diff.numel());
     CHECK(diff.max().item<double>() <= 1e-4);
   }
+  INFO(beyond << " of " << elements << " elements beyond 1e-6");
+  CHECK(beyond <= 0.005 * elements);
 }
 
-void check_layout(const std::string& name, const std::vector<std::string>& layout, bool exact) {
+// The parameters of dp=2 without ZeRO (gradients all-reduced whole), trained once.
+const Parameters& data_parallel_parameters() {
+  static const Parameters parameters = [] {
+    const std::vector<std::string> dp2{"layout.dp=2", "layout.pp=1", "layout.microbatches=2",
+                                       "cluster.ranks_per_device=2", "layout.zero=0"};
+    const std::string dir = train("dp2", dp2);
+    Parameters loaded = checkpointed(dir, dp2);
+    std::filesystem::remove_all(dir);
+    return loaded;
+  }();
+  return parameters;
+}
+
+// Trains `layout` and checks its parameters against the single-rank run's; with `as_dp2`, also
+// that they equal dp=2's without ZeRO bit for bit (two replicas' gradients sum alike whether
+// all-reduced or reduce-scattered, so sharding may change nothing).
+void check_layout(const std::string& name, const std::vector<std::string>& layout, bool as_dp2) {
   const std::string dir = train(name, layout);
-  check_single_rank_parameters(checkpointed(dir, layout), exact);
+  const Parameters gathered = checkpointed(dir, layout);
+  check_single_rank_parameters(gathered);
+  if (as_dp2) {
+    const Parameters& dp2 = data_parallel_parameters();
+    REQUIRE(gathered.size() == dp2.size());
+    for (const auto& [parameter, want] : dp2) {
+      CAPTURE(parameter);
+      CHECK(torch::equal(gathered.at(parameter), want));
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
 }  // namespace
 
-TEST_CASE("ZeRO 3 over dp=2 gathers the single-rank run's parameters into its checkpoint") {
+TEST_CASE(
+    "ZeRO 3 over dp=2 gathers into its checkpoint the parameters of dp=2 without ZeRO, and the "
+    "single-rank run's") {
   check_layout("zero3",
                {"layout.dp=2", "layout.pp=1", "layout.microbatches=2", "cluster.ranks_per_device=2",
                 "layout.zero=3"},
