@@ -48,9 +48,9 @@ std::size_t last_level_cache_bytes() {
 // where writing 960 MiB at each wait made the quickstart's profile take 55-60 s instead of
 // 42-45 s, and 433 s under TSan.
 void evict_caches() {
-  constexpr std::size_t kLargestEvicted = std::size_t{32} << 20;
-  static thread_local std::vector<char> buffer(2 *
-                                               std::min(last_level_cache_bytes(), kLargestEvicted));
+  constexpr std::size_t kLargestEviction = std::size_t{64} << 20;
+  static thread_local std::vector<char> buffer(
+      std::min(2 * last_level_cache_bytes(), kLargestEviction));
   static thread_local char round = 0;
   std::memset(buffer.data(), ++round, buffer.size());
 }
