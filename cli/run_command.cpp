@@ -78,6 +78,8 @@ void simulate_with(Scenario scenario, const sched::Schedule& schedule,
   const std::optional<Profile> profile = scenario_profile(scenario);
   sim::SimOptions sim_options;
   sim_options.profile = &*profile;
+  sim_options.steps = default_simulated_steps(sim_options.profile);
+  sim_options.seed = scenario.training.seed;
   simulate_and_write(scenario, schedule, sim_options, dir);
 }
 

@@ -10,6 +10,7 @@ struct SimulateOptions {
   ScenarioOptions scenario;
   std::string output;
   std::string collectives = "auto";
+  std::optional<int> steps;
 };
 
 int run_simulate(const SimulateOptions& options) {
@@ -18,6 +19,8 @@ int run_simulate(const SimulateOptions& options) {
   const std::optional<Profile> profile = scenario_profile(scenario);
   sim::SimOptions sim_options;
   sim_options.profile = profile ? &*profile : nullptr;
+  sim_options.steps = options.steps.value_or(default_simulated_steps(sim_options.profile));
+  sim_options.seed = scenario.training.seed;
   if (options.collectives == "message") sim_options.collectives = sim::CollectiveModel::Message;
   if (options.collectives == "flow") sim_options.collectives = sim::CollectiveModel::Flow;
   simulate_and_write(scenario, schedule, sim_options, prepare_output_dir(options.output, scenario));
@@ -28,12 +31,16 @@ int run_simulate(const SimulateOptions& options) {
 
 void add_simulate_command(CLI::App& app, int& exit_code) {
   auto [cmd, options] = add_guarded_command<SimulateOptions>(
-      app, exit_code, "simulate", "Predict one training step with SimGrid", run_simulate);
+      app, exit_code, "simulate", "Predict a training step with SimGrid", run_simulate);
   add_output_option(*cmd, options->output);
   cmd->add_option("--collectives", options->collectives,
                   "Collective model: message (every message), flow (one flow per rank), or auto "
                   "(message up to 32 ranks per group)")
       ->check(CLI::IsMember({"auto", "message", "flow"}));
+  cmd->add_option("--steps", options->steps,
+                  "Steps to simulate: 1 = the step of the profile's medians; default 64 sampled "
+                  "steps where the profile measured variation, else 1")
+      ->check(CLI::Range(1, 100000));
 }
 
 }  // namespace dtwin

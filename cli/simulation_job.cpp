@@ -20,6 +20,13 @@ std::optional<Profile> scenario_profile(const Scenario& scenario) {
   return profile;
 }
 
+int default_simulated_steps(const Profile* profile) {
+  if (!profile) return 1;
+  for (const StageSeconds& stage : profile->stages)
+    if (stage.variation > 0) return kSampledSteps;
+  return 1;
+}
+
 sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedule& schedule,
                                   const sim::SimOptions& options, const std::string& dir) {
   const CostModel cost(scenario);
@@ -27,6 +34,9 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
   write_file(dir + "/predicted.trace.json",
              trace::to_chrome_trace(result.events, schedule.layout.world_size()));
   write_file(dir + "/predicted.summary.json", trace::to_summary_json(result.summary));
+  if (options.steps > 1)
+    std::cout << "mean of " << options.steps << " sampled steps (the profile's variation), "
+              << "their standard deviation " << result.summary.step_time_std_s * 1e3 << " ms\n";
   std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
             << dir << "/predicted.trace.json and predicted.summary.json\n";
   return result;

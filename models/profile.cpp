@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<std::string> kStageKeys = {"forward_s",         "backward_s",  "input_backward_s",
                                              "weight_backward_s", "optimizer_s", "tp_forward_s",
-                                             "tp_backward_s"};
+                                             "tp_backward_s",     "variation"};
 
 /// The items of the sequence `field` as fields ("stages[2]"); `what` describes it for errors.
 std::vector<Field> items(const Origin& origin, const Field& field, const std::string& what,
@@ -49,6 +49,7 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
   st.optimizer = s.quantity("optimizer_s", Quantity::Latency, false);
   s.quantity("tp_forward_s", Quantity::Latency, false, st.tp_forward);
   s.quantity("tp_backward_s", Quantity::Latency, false, st.tp_backward);
+  s.quantity("variation", Quantity::Count, false, st.variation);
   return st;
 }
 
@@ -264,6 +265,7 @@ void save_profile(const Profile& profile, const std::string& path) {
       out << YAML::Key << "tp_forward_s" << YAML::Value << number(s.tp_forward);
       out << YAML::Key << "tp_backward_s" << YAML::Value << number(s.tp_backward);
     }
+    if (s.variation > 0) out << YAML::Key << "variation" << YAML::Value << number(s.variation);
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;

@@ -16,7 +16,8 @@
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
 //                                  # optional, tensor parallelism: tp_forward_s, tp_backward_s,
-//                                  # the collectives' part of F and of B or I
+//                                  # the collectives' part of F and of B or I; variation: the
+//                                  # spread of one pass between steps (StageSeconds::variation)
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
@@ -54,6 +55,12 @@ struct StageSeconds {
   /// spent in its group's collectives (waiting included); 0 without.
   double tp_forward = 0;
   double tp_backward = 0;
+  /// Coefficient of variation (standard deviation / mean, dimensionless) of one F, B, I or W of
+  /// this stage between steps, beyond what all the actions of a step share (the machine's speed
+  /// over a step): the independent spread that makes a step of varying actions longer on
+  /// average than the step of their medians wherever one action waits for the later of two.
+  /// 0: not measured (the simulator then times every step alike).
+  double variation = 0;
   bool operator==(const StageSeconds&) const = default;
 };
 

@@ -23,6 +23,7 @@
 #include "runtime/rank_device.hpp"
 #include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
+#include "runtime/step_variation.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
@@ -82,7 +83,8 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 
 // Replaces the stages' figures (with their collectives' parts) by the medians of their actions
 // replayed in the schedule's order on the first replica's pipeline ranks, for the kinds the
-// schedule runs: about options.repeats microbatches of each, after one untimed step.
+// schedule runs: about options.repeats microbatches of each, after one untimed step; and sets
+// each stage's variation from the same steps (step_variation).
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
@@ -117,6 +119,8 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
           stage.optimizer = value;  // OPTIM, the one other kind replayed
       }
     }
+    for (const auto& [stage, variation] : step_variation(replayed, steps))
+      stages.at(stage).variation = variation;
   }
 }
 

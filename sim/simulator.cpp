@@ -4,7 +4,9 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <random>
 #include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
@@ -13,6 +15,7 @@
 #include <unordered_map>
 
 #include "models/schedule_memory.hpp"
+#include "models/splitmix64.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 
@@ -37,19 +40,40 @@ struct World {
   CollectiveModel collectives;
   std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
   std::vector<std::vector<trace::TimedAction>> sends;               // per rank, in posting order
-  std::vector<double> loop_end;                         // per rank: when its last action ended
-  std::map<std::string, double> last_arrival;           // collective tag -> latest arrival
-  std::map<std::pair<int, int>, int> unshards;          // (rank, stage) -> UNSHARDs so far
+  std::vector<std::vector<double>> loop_end;    // per rank and step: when its last action ended
+  std::map<std::string, double> last_arrival;   // collective tag -> latest arrival
+  std::map<std::pair<int, int>, int> unshards;  // (rank, stage) -> UNSHARDs so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
-  std::vector<double> cpu;  // per rank: seconds of compute alone on its core so far
+  std::vector<double> cpu;              // per rank: seconds of compute alone on its core so far
+  std::vector<std::mt19937_64> random;  // per rank: the stream of its actions' factors
+  sg4::BarrierPtr step_end;             // all ranks, at the end of each step
 };
 
-// The mailbox of a transfer, named after its receiving end; `a` is the SEND or the RECV.
-std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a) {
+// The suffix that makes a mailbox or collective tag unique to step `step`.
+std::string step_suffix(int step) {
+  return "@" + std::to_string(step);
+}
+
+// The mailbox of a transfer of step `step`, named after its receiving end; `a` is the SEND or
+// the RECV.
+std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a, int step) {
   const sched::Endpoint to =
       sched::is_receive(a.kind) ? sched::Endpoint{rank, a} : sched::receiver_of(layout, rank, a);
-  return "p2p:" + std::to_string(to.rank) + ":" + sched::to_string(to.action);
+  return "p2p:" + std::to_string(to.rank) + ":" + sched::to_string(to.action) + step_suffix(step);
+}
+
+// The factor of this instance of compute action `a` on `rank`: with several steps, a log-normal
+// draw of mean 1 and coefficient of variation v = the profile's variation for its stage
+// (sigma^2 = ln(1 + v^2), mu = -sigma^2 / 2); else, and for OPTIM, 1.
+double variation_factor(World& world, int rank, const Action& a) {
+  const Profile* profile = world.options.profile;
+  if (world.options.steps <= 1 || !profile || a.kind == ActionKind::OPTIM) return 1;
+  const double v = profile->stages.at(a.stage).variation;
+  if (v <= 0) return 1;
+  const double sigma = std::sqrt(std::log1p(v * v));
+  std::normal_distribution<double> normal(-sigma * sigma / 2, sigma);
+  return std::exp(normal(world.random[rank]));
 }
 
 // The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.
@@ -114,11 +138,13 @@ bool records_cpu(const World& world) {
          world.platform.threads_per_rank <= world.platform.members_per_host;
 }
 
-// Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it);
+// Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it) and by
+// this instance's `factor` (variation_factor);
 // returns the seconds of communication inside it (inner_comm_seconds: Megatron's f/g
 // all-reduces block the layer that issues them, so they add to its time; one execution of
 // compute plus collectives keeps the event count of a step independent of tp).
-double compute(World& world, int rank, const Action& a, double share = 1, double slowdown = 1) {
+double compute(World& world, int rank, const Action& a, double factor, double share = 1,
+               double slowdown = 1) {
   const int threads = world.platform.threads_per_rank;
   sg4::Host* host = world.platform.rank_hosts[rank];
   const auto seconds = known_seconds(world, a);
@@ -128,8 +154,8 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   const double measured_collectives = measured_tp_seconds(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
-  const double alone =
-      seconds ? *seconds - measured_collectives : model_flops(world, a) / host->get_speed();
+  const double alone = factor * (seconds ? *seconds - measured_collectives
+                                         : model_flops(world, a) / host->get_speed());
   world.cpu[rank] += share * slowdown * alone;
   // FLOPs per thread: a profiled pass is one member's; modelled FLOPs are the group's, split over
   // its cores.
@@ -143,13 +169,13 @@ double compute(World& world, int rank, const Action& a, double share = 1, double
   return collectives + share * measured_collectives;
 }
 
-sim::Group dp_group(const World& world, int rank, int stage) {
+sim::Group dp_group(const World& world, int rank, int stage, int step) {
   const sched::Layout& layout = world.schedule.layout;
   sim::Group group;
   for (int d = 0; d < layout.dp; ++d)
     group.ranks.push_back(layout.rank(d, layout.pipeline_rank_of_stage(stage)));
   group.me = layout.dp_index(rank);
-  group.tag = "dp:" + std::to_string(stage);
+  group.tag = "dp:" + std::to_string(stage) + step_suffix(step);
   return group;
 }
 
@@ -167,16 +193,17 @@ void run_collective(const World& world, const sim::Group& group, ActionKind kind
     ring_allreduce(group, bytes, world.collectives, world.platform);
 }
 
-// The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) with a tag unique to
-// this instance, and the bytes it moves: gradients (at training.grad_precision), the weights
-// gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32 weights.
-std::pair<sim::Group, double> collective_of(World& world, int rank, const Action& a) {
-  sim::Group group = dp_group(world, rank, a.stage);
+// The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) of step `step` with
+// a tag unique to this instance, and the bytes it moves: gradients (at training.grad_precision),
+// the weights gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32
+// weights.
+std::pair<sim::Group, double> collective_of(World& world, int rank, const Action& a, int step) {
+  sim::Group group = dp_group(world, rank, a.stage, step);
   if (a.kind == ActionKind::UNSHARD)
     group.tag =
         "ag:" + std::to_string(a.stage) + ":" + std::to_string(world.unshards[{rank, a.stage}]++);
   else if (a.kind == ActionKind::REDUCE_GRAD)
-    group.tag = "rs:" + std::to_string(a.stage);
+    group.tag = "rs:" + std::to_string(a.stage) + step_suffix(step);
   if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
   const bool averaged = a.kind == ActionKind::ALLREDUCE &&
                         world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
@@ -186,8 +213,8 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
 
 // Runs a data-parallel collective of the stage and returns its exposed seconds: from the last
 // member's arrival to the end.
-double dp_collective(World& world, int rank, const Action& a) {
-  const auto [group, bytes] = collective_of(world, rank, a);
+double dp_collective(World& world, int rank, const Action& a, int step) {
+  const auto [group, bytes] = collective_of(world, rank, a, step);
   double& arrival = world.last_arrival[group.tag];
   arrival = std::max(arrival, sg4::Engine::get_clock());
   run_collective(world, group, a.kind, bytes);
@@ -234,14 +261,15 @@ double overlap_slowdown(const World& world) {
 // gradient buckets: after each share of the computation, that bucket's reduction starts
 // (Megatron-LM's overlap_grad_reduce; with pipelining only the last microbatch overlaps). The
 // shares after the first run while buckets are in flight, stretched by overlap_slowdown.
-double compute_with_buckets(World& world, int rank, const Action& a, InFlight& flight) {
+double compute_with_buckets(World& world, int rank, const Action& a, double factor, int step,
+                            InFlight& flight) {
   const int n = bucket_count(world, a.stage);
   Action reduction{
       a.stage, world.schedule.layout.zero > 0 ? ActionKind::REDUCE_GRAD : ActionKind::ALLREDUCE};
-  auto [group, bytes] = collective_of(world, rank, reduction);
+  auto [group, bytes] = collective_of(world, rank, reduction, step);
   double collectives = 0;
   for (int k = 0; k < n; ++k) {
-    collectives += compute(world, rank, a, 1.0 / n, k == 0 ? 1 : overlap_slowdown(world));
+    collectives += compute(world, rank, a, factor, 1.0 / n, k == 0 ? 1 : overlap_slowdown(world));
     sim::Group bucket = group;
     bucket.tag += ":bucket" + std::to_string(k);
     flight.buckets[a.stage].push_back(
@@ -276,7 +304,8 @@ void finish_late_receive(World& world, double posted, int busy) {
   if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
 }
 
-void run_rank(World& world, int rank) {
+// One step of `rank`'s list of actions.
+void run_step(World& world, int rank, int step) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
@@ -286,13 +315,13 @@ void run_rank(World& world, int rank) {
   InFlight flight;
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
-    trace::TimedAction event{rank, a, 0, sg4::Engine::get_clock(), 0, 0};
+    trace::TimedAction event{rank, a, step, sg4::Engine::get_clock(), 0, 0};
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
         // Detached: SimGrid keeps a sender's undetached comms in a list it walks on every
         // activity's end, which made long pipelines quadratic. The receiver dates the send.
-        const std::string box = mailbox_of(layout, rank, a);
+        const std::string box = mailbox_of(layout, rank, a, step);
         world.send_of[box] = {rank, world.sends[rank].size()};
         world.sends[rank].push_back(event);
         sg4::Mailbox::by_name(box)->put_init(&payload_token, bytes)->detach();
@@ -300,7 +329,7 @@ void run_rank(World& world, int rank) {
       }
       case ActionKind::RECV_F:
       case ActionKind::RECV_B: {
-        const std::string box = mailbox_of(layout, rank, a);
+        const std::string box = mailbox_of(layout, rank, a, step);
         // Posted after its send: Gloo's rendezvous needs both progress threads (late_receive).
         const bool late = world.send_of.contains(box);
         const int busy = world.computing[world.platform.rank_hosts[rank]];
@@ -319,19 +348,19 @@ void run_rank(World& world, int rank) {
       case ActionKind::ALLREDUCE:
       case ActionKind::REDUCE_GRAD:
         event.exposed_comm =
-            buckets ? join_all(flight.buckets[a.stage]) : dp_collective(world, rank, a);
+            buckets ? join_all(flight.buckets[a.stage]) : dp_collective(world, rank, a, step);
         event.end = sg4::Engine::get_clock();
         break;
       case ActionKind::UNSHARD:
         if (spec.overlap_param_gather) {
           // Prefetched: ZeRO-3's gather runs under the stage's next computation, ZeRO-1/2's
           // under the next step's forward (Megatron-LM's overlap_param_gather).
-          const auto [group, gather_bytes] = collective_of(world, rank, a);
+          const auto [group, gather_bytes] = collective_of(world, rank, a, step);
           sg4::ActorPtr gather = start_collective(world, rank, group, a.kind, gather_bytes);
           if (layout.zero == 3) flight.gathers[a.stage].push_back(gather);
           event.end = event.start;
         } else {
-          event.exposed_comm = dp_collective(world, rank, a);
+          event.exposed_comm = dp_collective(world, rank, a, step);
           event.end = sg4::Engine::get_clock();
         }
         break;
@@ -340,12 +369,13 @@ void run_rank(World& world, int rank) {
         break;
       default: {
         const double cpu_before = world.cpu[rank];
+        const double factor = variation_factor(world, rank, a);
         const bool prefetched = !flight.gathers[a.stage].empty();
         const double slowdown = prefetched ? overlap_slowdown(world) : 1;
         const bool last = buckets && sched::is_compute(a.kind) && last_gradient.count(a.stage) &&
                           last_gradient.at(a.stage) == i;
-        event.exposed_comm = last ? compute_with_buckets(world, rank, a, flight)
-                                  : compute(world, rank, a, 1, slowdown);
+        event.exposed_comm = last ? compute_with_buckets(world, rank, a, factor, step, flight)
+                                  : compute(world, rank, a, factor, 1, slowdown);
         if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
         if (records_cpu(world)) event.cpu = world.cpu[rank] - cpu_before;
@@ -353,17 +383,28 @@ void run_rank(World& world, int rank) {
     }
     world.events[rank].push_back(event);
   }
-  world.loop_end[rank] = sg4::Engine::get_clock();
+  world.loop_end[rank].push_back(sg4::Engine::get_clock());
 }
 
-// Appends a rank's sends to its events. Its step ends when its last send has arrived; the wait
-// past its last action is charged to the first send that ends last.
+// options.steps steps of `rank`, each after every rank ended the one before.
+void run_rank(World& world, int rank) {
+  for (int step = 0; step < world.options.steps; ++step) {
+    if (step > 0) world.step_end->wait();
+    run_step(world, rank, step);
+  }
+}
+
+// Appends a rank's sends to its events. Its step ends when its last send of the step has
+// arrived; the wait past its last action of that step is charged to the first send that ends
+// last.
 void close_sends(World& world, int rank) {
   std::vector<trace::TimedAction>& sends = world.sends[rank];
-  const auto last = std::max_element(
-      sends.begin(), sends.end(),
-      [](const trace::TimedAction& a, const trace::TimedAction& b) { return a.end < b.end; });
-  if (last != sends.end()) last->exposed_comm = std::max(0.0, last->end - world.loop_end[rank]);
+  for (int step = 0; step < world.options.steps; ++step) {
+    trace::TimedAction* last = nullptr;
+    for (trace::TimedAction& send : sends)
+      if (send.step == step && (!last || send.end > last->end)) last = &send;
+    if (last) last->exposed_comm = std::max(0.0, last->end - world.loop_end[rank][step]);
+  }
   world.events[rank].insert(world.events[rank].end(), sends.begin(), sends.end());
 }
 
@@ -394,12 +435,19 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
                                                                    : CollectiveModel::Flow),
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
-      std::vector<double>(layout.world_size()),
+      std::vector<std::vector<double>>(layout.world_size()),
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
       {},
-      std::vector<double>(layout.world_size())};
+      std::vector<double>(layout.world_size()),
+      {},
+      sg4::Barrier::create(layout.world_size())};
+  if (options.steps < 1)
+    throw std::invalid_argument("simulate: steps must be >= 1, got " +
+                                std::to_string(options.steps));
+  for (int rank = 0; rank < layout.world_size(); ++rank)
+    world.random.emplace_back(splitmix64(options.seed ^ splitmix64(rank)));
   for (int rank = 0; rank < layout.world_size(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });
@@ -409,7 +457,9 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
   SimResult result;
   for (auto& rank_events : world.events)
     result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
-  result.summary = trace::summarize(result.events, layout.world_size());
+  result.summary = options.steps > 1
+                       ? trace::summarize_steps(result.events, layout.world_size(), false)
+                       : trace::summarize(result.events, layout.world_size());
   for (int rank = 0; rank < layout.world_size(); ++rank) {
     result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
     result.summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);

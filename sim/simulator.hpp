@@ -1,6 +1,7 @@
 // dtwin's simulator: a lowered schedule executed by SimGrid actors on the scenario's platform.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -23,23 +24,33 @@ struct SimOptions {
   /// as its concurrency curve says; its p2p bandwidth and latency replace the scenario's
   /// intra-node link, and its inter-host figures, when measured, the inter-node link.
   const Profile* profile = nullptr;
+  /// Steps simulated back to back, each starting when every rank has ended the one before (the
+  /// runtime's loss all-reduce syncs the ranks at each step's end). With more than one, every
+  /// F, B, I and W takes its seconds times an independent log-normal factor of mean 1 and the
+  /// profile's variation for its stage (StageSeconds::variation), drawn from `seed`, and the
+  /// summary is the mean over the steps (trace::summarize_steps): the expected step of actions
+  /// that vary, which is longer than the step of their medians wherever an action waits for
+  /// the later of two. 1: the deterministic step of the medians.
+  int steps = 1;
+  std::uint64_t seed = 0;
 };
 
 inline constexpr int kMessageGroupLimit = 32;
 
-/// A simulated step: its predicted timeline and summary.
+/// A simulation: its predicted timeline and summary.
 struct SimResult {
   std::vector<trace::TimedAction> events;  ///< one per executed action, predicted times
-  trace::StepSummary summary;              ///< with peak memory and MFU filled in
+  trace::StepSummary summary;  ///< of the step, or the mean step; with peak memory and MFU
 };
 
-/// Simulates one training step of `schedule` (lowered and validated) for `scenario`. One S4U
-/// actor per rank walks its list: compute actions execute their FLOPs (or profiled seconds) on
+/// Simulates options.steps training steps of `schedule` (lowered and validated) for `scenario`. One
+/// S4U actor per rank walks its list: compute actions execute their FLOPs (or profiled seconds) on
 /// the rank's host; SEND posts an asynchronous put and RECV waits for it, so transfers overlap
 /// compute (a RECV that waited ends the profile's resume_delay later for the ranks computing on
-/// its host then); ALLREDUCE runs the scenario's dp_sync over the stage's DP group; UNSHARD,
-/// RESHARD and REDUCE_GRAD throw std::logic_error (not simulated yet). Creates the SimGrid engine,
-/// so it can run once per process.
+/// its host then); ALLREDUCE runs the scenario's dp_sync over the stage's DP group, REDUCE_GRAD a
+/// ring reduce-scatter and UNSHARD a ring all-gather (prefetched under
+/// layout.overlap_param_gather); RESHARD takes no time. Events carry their step
+/// (TimedAction::step, from 0). Creates the SimGrid engine, so it can run once per process.
 SimResult simulate(const Scenario& scenario, const sched::Schedule& schedule, const CostModel& cost,
                    const SimOptions& options = {});
 

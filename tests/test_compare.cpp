@@ -175,6 +175,31 @@ TEST_CASE("compare: the measured steps' spread, in compare.json and report.md") 
   CHECK_THAT(dtwin::trace::to_markdown_report(one, "one"), !Catch::Contains("standard deviation"));
 }
 
+TEST_CASE("compare: sampled predicted steps, their mean against the measured mean") {
+  const Events step = quickstart_prediction();
+  const double t = compare_timelines(step, measured_run(step, 1.0, 0.0)).step_time_s.predicted;
+  // Predicted steps of 1.1 T and 0.9 T: mean T, standard deviation 0.1 T, and a measured T.
+  const Events sampled = concat(transformed(step, 1.1, 0.0, 0), transformed(step, 0.9, 5.0, 1));
+  const Comparison c = compare_timelines(sampled, measured_run(step, 1.0, 0.0));
+  CHECK(c.predicted_steps == 2);
+  CHECK(c.step_time_s.predicted == Approx(t));
+  CHECK(c.step_time_s.error() == Approx(0).margin(1e-12));
+  CHECK(c.predicted_step_std_s == Approx(0.1 * t));
+  // Counts are per step, durations means over the steps: as for one step.
+  const Comparison one = compare_timelines(step, measured_run(step, 1.0, 0.0));
+  REQUIRE(c.kinds.size() == one.kinds.size());
+  for (std::size_t i = 0; i < c.kinds.size(); ++i) {
+    CHECK(c.kinds[i].count_per_step == one.kinds[i].count_per_step);
+    CHECK(c.kinds[i].mean_s.predicted == Approx(one.kinds[i].mean_s.predicted));
+  }
+  const auto doc = nlohmann::json::parse(dtwin::trace::to_compare_json(c));
+  CHECK(doc["predicted_steps"] == 2);
+  CHECK(doc["step_time"]["predicted_std_s"].get<double>() == Approx(0.1 * t));
+  CHECK_THAT(dtwin::trace::to_markdown_report(c, "sampled"),
+             Catch::Contains("The prediction is the mean of 2 simulated steps"));
+  CHECK(nlohmann::json::parse(dtwin::trace::to_compare_json(one))["predicted_steps"] == 1);
+}
+
 TEST_CASE("compare: timelines of different schedules are rejected with a clear message") {
   const Events predicted = quickstart_prediction();
   const Events good = measured_run(predicted, 1.0, 0.0);
@@ -226,8 +251,13 @@ TEST_CASE("compare: timelines of different schedules are rejected with a clear m
       if (e.rank != 0) measured.push_back(e);
     CHECK(compare_error(predicted, measured) == "measured step 2 has no actions on rank 0");
   }
-  SECTION("a prediction of several steps, empty traces, summaries of another size") {
-    CHECK_THAT(compare_error(good, good), Catch::Contains("the predicted trace has 2 steps"));
+  SECTION("predicted steps that differ, empty traces, summaries of another size") {
+    Events sampled = concat(predicted, transformed(predicted, 1.0, 5.0, 1));
+    sampled.erase(std::find_if(sampled.begin(), sampled.end(), [](const TimedAction& e) {
+      return e.step == 1 && e.rank == 1 && dtwin::sched::to_string(e.action) == "1F3";
+    }));
+    CHECK(compare_error(sampled, good) ==
+          "rank 1 did not run 1F3 in predicted step 1 but the prediction has it");
     CHECK(compare_error({}, good) == "the predicted trace has no actions");
     CHECK(compare_error(predicted, {}) == "the measured trace has no actions");
     dtwin::trace::StepSummary two;

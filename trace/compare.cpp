@@ -69,9 +69,12 @@ std::map<int, Multiset> actions_per_rank(const Events& events) {
   return actions;
 }
 
-// Throws naming the first action of `rank` whose count differs between the two multisets.
-void check_same_actions(int rank, int step, const Multiset& predicted, const Multiset& measured) {
-  const std::string where = " in measured step " + std::to_string(step);
+// Throws naming the first action of `rank` whose count differs between the two multisets:
+// `predicted` (the first predicted step's) and `measured` (that of step `step` on `side`,
+// "measured" or "predicted").
+void check_same_actions(int rank, const std::string& side, int step, const Multiset& predicted,
+                        const Multiset& measured) {
+  const std::string where = " in " + side + " step " + std::to_string(step);
   const std::string who = "rank " + std::to_string(rank);
   // First the actions run more often than predicted, then those run less often.
   for (const bool more : {true, false}) {
@@ -151,36 +154,37 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                              const StepSummary* measured_summary) {
   if (predicted.empty()) throw UserError("the predicted trace has no actions");
   if (measured.empty()) throw UserError("the measured trace has no actions");
-  std::set<int> predicted_steps;
-  for (const TimedAction& e : predicted) predicted_steps.insert(e.step);
-  if (predicted_steps.size() > 1)
-    throw UserError("the predicted trace has " + std::to_string(predicted_steps.size()) +
-                    " steps; expected one simulated step");
+  std::map<int, Events> predicted_steps;
+  for (const TimedAction& e : predicted) predicted_steps[e.step].push_back(e);
 
   std::map<int, Events> steps;
   for (const TimedAction& e : measured) steps[e.step].push_back(e);
   Comparison c;
+  c.predicted_steps = static_cast<int>(predicted_steps.size());
   c.dropped_first_step = steps.size() > 1;
   if (c.dropped_first_step) steps.erase(steps.begin());
   c.measured_steps = static_cast<int>(steps.size());
   Events kept;
   for (const auto& [step, events] : steps) kept.insert(kept.end(), events.begin(), events.end());
 
-  // Validation: the same ranks, and per rank the same actions in every kept step.
+  // Validation: the same ranks, and per rank the same actions in every step of both sides.
   const std::set<int> ranks = ranks_of(predicted, "the predicted");
   check_same_ranks(ranks, ranks_of(kept, "the measured"));
   c.world_size = static_cast<int>(ranks.size());
-  const std::map<int, Multiset> predicted_actions = actions_per_rank(predicted);
-  for (const auto& [step, events] : steps) {
-    const std::map<int, Multiset> measured_actions = actions_per_rank(events);
-    for (const auto& [rank, actions] : predicted_actions) {
-      const auto it = measured_actions.find(rank);
-      if (it == measured_actions.end())
-        throw UserError("measured step " + std::to_string(step) + " has no actions on rank " +
-                        std::to_string(rank));
-      check_same_actions(rank, step, actions, it->second);
+  const std::map<int, Multiset> predicted_actions =
+      actions_per_rank(predicted_steps.begin()->second);
+  for (const auto& [side, side_steps] :
+       {std::pair{"predicted", &predicted_steps}, std::pair{"measured", &steps}})
+    for (const auto& [step, events] : *side_steps) {
+      const std::map<int, Multiset> step_actions = actions_per_rank(events);
+      for (const auto& [rank, actions] : predicted_actions) {
+        const auto it = step_actions.find(rank);
+        if (it == step_actions.end())
+          throw UserError(std::string(side) + " step " + std::to_string(step) +
+                          " has no actions on rank " + std::to_string(rank));
+        check_same_actions(rank, side, step, actions, it->second);
+      }
     }
-  }
   for (const auto& [side, summary] :
        {std::pair{"predicted", predicted_summary}, std::pair{"measured", measured_summary}})
     if (summary && static_cast<int>(summary->ranks.size()) != c.world_size)
@@ -189,9 +193,10 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                       std::to_string(c.world_size));
 
   // Step time, bubble and per-rank totals.
-  const StepSummary p = summarize(predicted, c.world_size);
+  const StepSummary p = summarize_steps(predicted, c.world_size, false);
   const StepSummary m = summarize_steps(kept, c.world_size, false);
   c.step_time_s = {p.step_time_s, m.step_time_s};
+  c.predicted_step_std_s = p.step_time_std_s;
   c.measured_step_std_s = m.step_time_std_s;
   c.bubble_fraction = {p.bubble_fraction, m.bubble_fraction};
   for (int r = 0; r < c.world_size; ++r)
@@ -223,8 +228,10 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     if (it == kinds.end()) continue;
     const auto& [p_sum, m_sum] = it->second;
     const auto& [p_block, m_block] = blocking.at(kind);
-    KindComparison k{
-        kind, p_sum.count, {p_sum.mean(), m_sum.mean()}, {p_block.mean(), m_block.mean()}};
+    KindComparison k{kind,
+                     p_sum.count / c.predicted_steps,
+                     {p_sum.mean(), m_sum.mean()},
+                     {p_block.mean(), m_block.mean()}};
     // CPU times only where every action of the kind, on both sides, has one.
     const auto on_cores = cpu.find(kind);
     if (on_cores != cpu.end() && on_cores->second.first.count == p_sum.count &&

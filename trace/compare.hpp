@@ -1,14 +1,16 @@
-// Predicted versus measured: the figures `dtwin compare` reports for one simulated step (the
-// prediction) against the steps a run measured, on the same schedule.
+// Predicted versus measured: the figures `dtwin compare` reports for the simulated steps (the
+// prediction: one step, or the mean of sampled steps) against the steps a run measured, on the
+// same schedule.
 //
 // compare.json (to_compare_json) holds, with times in seconds and relative errors as
 // (predicted - measured) / measured (null where measured is 0 and predicted is not):
 //   "world_size"            ranks of both timelines
+//   "predicted_steps"       simulated steps (1, or the sampled steps of SimOptions::steps)
 //   "measured_steps"        measured steps compared (after the warm-up step is dropped)
 //   "dropped_first_step"    true when the first measured step was left out as warm-up
-//   "step_time"             {predicted_s, measured_s, error_s, relative_error, measured_std_s};
-//                           measured_s is the mean over the kept steps of each step's latest end
-//                           - earliest start, measured_std_s their standard deviation
+//   "step_time"             {predicted_s, measured_s, error_s, relative_error, predicted_std_s,
+//                           measured_std_s}; each side's mean over its (kept) steps of each
+//                           step's latest end - earliest start, and their standard deviation
 //   "bubble"                {predicted_fraction, measured_fraction, difference_pp}, the mean
 //                           over ranks of idle / step time; difference in percentage points
 //   "ranks"                 [{rank, predicted: {compute_s, comm_s, idle_s}, measured: {...},
@@ -103,12 +105,15 @@ struct MemoryComparison {
 /// Everything compare.json and report.md say; times in seconds (see the top of this header).
 struct Comparison {
   int world_size = 0;
-  int measured_steps = 0;  ///< kept measured steps
+  int predicted_steps = 1;  ///< simulated steps
+  int measured_steps = 0;   ///< kept measured steps
   bool dropped_first_step = false;
   Figure step_time_s;
   /// Standard deviation of the kept measured steps' times (seconds; 0 for one step): how far
   /// one step strays from step_time_s.measured. Its standard error is this / sqrt(measured_steps).
   double measured_step_std_s = 0;
+  /// Standard deviation of the simulated steps' times (seconds; 0 for one step).
+  double predicted_step_std_s = 0;
   Figure bubble_fraction;  ///< error() * 100 is the difference in percentage points
   std::vector<RankComparison> ranks;
   std::vector<KindComparison> kinds;          ///< kinds present in the schedule, in enum order
@@ -132,16 +137,17 @@ struct Comparison {
   std::optional<CoreErrors> core_error_s() const;
 };
 
-/// Compares one predicted step (`predicted`, every event of step index 0, or of a single step)
-/// with a measured run (`measured`, any number of steps; the first is dropped as warm-up when
-/// there are more). Peak memory comes from the summaries when both are given.
+/// Compares the predicted steps (`predicted`: one step, or sampled steps whose means are the
+/// prediction, none dropped) with a measured run (`measured`, any number of steps; the first is
+/// dropped as warm-up when there are more). Peak memory comes from the summaries when both are
+/// given.
 ///
 /// Throws UserError when the two timelines do not describe the same schedule: a
 /// different set of ranks ("predicted has 3 ranks, measured 4: measured rank 3 is missing from
 /// the prediction"), or a kept measured step whose actions on a rank differ from the predicted
-/// multiset ("rank 1 ran 1F3 in measured step 4 but the prediction has no such action"); also
-/// for an empty timeline, a prediction of several steps, ranks that are not 0..N-1, or a summary
-/// whose rank count differs from the traces'.
+/// multiset of the first predicted step ("rank 1 ran 1F3 in measured step 4 but the prediction
+/// has no such action"; likewise for a predicted step that differs); also for an empty
+/// timeline, ranks that are not 0..N-1, or a summary whose rank count differs from the traces'.
 Comparison compare_timelines(const std::vector<TimedAction>& predicted,
                              const std::vector<TimedAction>& measured,
                              const StepSummary* predicted_summary = nullptr,

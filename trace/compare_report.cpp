@@ -133,13 +133,13 @@ std::string explain_gap(const Comparison& c) {
 std::string to_compare_json(const Comparison& c) {
   nlohmann::json doc;
   doc["world_size"] = c.world_size;
+  doc["predicted_steps"] = c.predicted_steps;
   doc["measured_steps"] = c.measured_steps;
   doc["dropped_first_step"] = c.dropped_first_step;
-  doc["step_time"] = {{"predicted_s", c.step_time_s.predicted},
-                      {"measured_s", c.step_time_s.measured},
-                      {"error_s", c.step_time_s.error()},
-                      {"relative_error", relative_json(c.step_time_s)},
-                      {"measured_std_s", c.measured_step_std_s}};
+  doc["step_time"] = {
+      {"predicted_s", c.step_time_s.predicted},    {"measured_s", c.step_time_s.measured},
+      {"error_s", c.step_time_s.error()},          {"relative_error", relative_json(c.step_time_s)},
+      {"predicted_std_s", c.predicted_step_std_s}, {"measured_std_s", c.measured_step_std_s}};
   doc["bubble"] = {{"predicted_fraction", c.bubble_fraction.predicted},
                    {"measured_fraction", c.bubble_fraction.measured},
                    {"difference_pp", c.bubble_fraction.error() * 100}};
@@ -212,7 +212,12 @@ std::string to_compare_json(const Comparison& c) {
 
 std::string to_markdown_report(const Comparison& c, const std::string& title) {
   std::string md = "# Predicted versus measured: " + title + "\n\n";
-  md += "The prediction is one simulated step; the measurement is the mean of " +
+  const std::string prediction =
+      c.predicted_steps == 1
+          ? "one simulated step"
+          : "the mean of " + std::to_string(c.predicted_steps) +
+                " simulated steps, each compute action's seconds varied as the profile measured";
+  md += "The prediction is " + prediction + "; the measurement is the mean of " +
         std::to_string(c.measured_steps) + " step" + (c.measured_steps == 1 ? "" : "s") +
         (c.dropped_first_step ? " (the first, warm-up step left out)" : "") + " on " +
         std::to_string(c.world_size) +
@@ -230,7 +235,10 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
     md += "One measured step strays from their mean by " + ms(c.measured_step_std_s) +
           " ms (standard deviation, " + percent(c.measured_step_std_s / c.step_time_s.measured) +
           "); the mean's standard error over " + std::to_string(c.measured_steps) + " steps is " +
-          ms(sem) + " ms (" + percent(sem / c.step_time_s.measured) + ").\n\n";
+          ms(sem) + " ms (" + percent(sem / c.step_time_s.measured) + ").";
+    if (c.predicted_steps > 1)
+      md += " The simulated steps stray from theirs by " + ms(c.predicted_step_std_s) + " ms.";
+    md += "\n\n";
   }
 
   md +=
@@ -333,7 +341,8 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
   out +=
       fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12}\n", "step_ms", c.step_time_s.predicted * 1e3,
                   c.step_time_s.measured * 1e3, relative(c.step_time_s.relative_error()));
-  out += fmt::format("{:<10} {:>12} {:>12.3f}\n", "step_sd_ms", "", c.measured_step_std_s * 1e3);
+  out += fmt::format("{:<10} {:>12.3f} {:>12.3f}\n", "step_sd_ms", c.predicted_step_std_s * 1e3,
+                     c.measured_step_std_s * 1e3);
   out +=
       fmt::format("{:<10} {:>12} {:>12} {:>12}\n", "bubble", percent(c.bubble_fraction.predicted),
                   percent(c.bubble_fraction.measured), points(c.bubble_fraction.error()));
