@@ -84,7 +84,8 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 // Replaces the stages' figures (with their collectives' parts) by the medians of their actions
 // replayed in the schedule's order on the first replica's pipeline ranks, for the kinds the
 // schedule runs: about options.repeats microbatches of each, after one untimed step; and sets
-// each stage's variation from the same steps (step_variation).
+// each stage's variation from the same steps (step_variation of their compute, the
+// collectives' seconds taken out).
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
@@ -119,7 +120,12 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
           stage.optimizer = value;  // OPTIM, the one other kind replayed
       }
     }
-    for (const auto& [stage, variation] : step_variation(replayed, steps))
+    // The variation of the compute alone: the simulator scales a pass less its measured
+    // collectives, whose waits vary with the other members.
+    ActionSeconds compute = replayed;
+    for (auto& [action, seconds] : compute)
+      for (std::size_t i = 0; i < seconds.size(); ++i) seconds[i] -= collectives.at(action)[i];
+    for (const auto& [stage, variation] : step_variation(compute, steps))
       stages.at(stage).variation = variation;
   }
 }
@@ -253,7 +259,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v12|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v13|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
@@ -266,7 +272,8 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::to_string(scenario.cluster.ranks_per_device) + "|" +
       std::string(kAttentionNames.name(m.attention)) + "|" + std::to_string(l.tp) +
       (l.sequence_parallel ? "sp" : "") + "|" + std::to_string(l.zero) + "|" +
-      std::string(kRecomputeNames.name(l.recompute));
+      std::string(kRecomputeNames.name(l.recompute)) + "|" +
+      std::string(sched::kScheduleKindNames.name(l.schedule));
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
   return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
                      std::hash<std::string>{}(key));

@@ -57,8 +57,9 @@ std::vector<double> allreduce_sizes(const CostModel& cost);
 
 /// Where the profile of `scenario` on this machine is cached: .cache/profiles/<key>.yaml, the
 /// key a hash of the host name, core count, model, stage split, micro-batch size and count,
-/// attention kernel, precision, backend, thread count, dp, world size and ranks per device (the
-/// concurrency curve's length), so that a change to any of them re-measures.
+/// attention kernel, precision, backend, thread count, dp, world size, ranks per device (the
+/// concurrency curve's length), tp, ZeRO stage, recomputation and pipeline schedule (the
+/// replay's order), so that a change to any of them re-measures.
 std::string profile_cache_path(const Scenario& scenario);
 
 }  // namespace dtwin::rt
