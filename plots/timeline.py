@@ -24,8 +24,8 @@ the chosen steps, their step times and bubbles, and the output path.
   trace/timeline.cpp does: bubble = mean over ranks of (step - busy compute - exposed
   comm) / step. Each rank's label gives its own idle share.
 - Measured step: by default the step with the median duration among steps >= 1 (step 0 is
-  warm-up), or --step N. A predicted trace normally holds one step; if it holds several, the
-  same median rule picks one.
+  warm-up), or --step N. A predicted trace holds one step, or sampled steps (dtwin simulate
+  --steps), of which the one with the median duration is drawn, step 0 included.
 - If only one of the two traces exists, only that one is drawn and the title says so.
 
 Exit status 2, with one line naming the file, when both traces are missing, a trace is not
@@ -69,8 +69,10 @@ def lighten(colour, fraction):
     return "#" + "".join(f"{round(c + (255 - c) * fraction):02x}" for c in rgb)
 
 
-def load_side(path, step, label):
-    """(events in ms, chosen step, how it was chosen) or None when the file does not exist."""
+def load_side(path, step, label, warmup):
+    """(events in ms, chosen step, how it was chosen) or None when the file does not exist.
+    `warmup`: step 0 is a warm-up step, left out of the median (measured runs; a prediction's
+    sampled steps have none)."""
     if not os.path.exists(path):
         return None
     events = trace_io.load_events(path)
@@ -78,11 +80,11 @@ def load_side(path, step, label):
     if step is not None:
         chosen, how = step, "--step"
     else:
-        chosen = trace_io.median_step(events)
+        chosen = trace_io.median_step(events, skip_first=warmup)
         if len(all_steps) == 1:
             how = "only step"
         else:
-            pool = [s for s in all_steps if s >= 1] or all_steps
+            pool = [s for s in all_steps if s >= 1 or not warmup] or all_steps
             how = f"median of steps {pool[0]}-{pool[-1]}" if len(pool) > 1 else "only step after warm-up"
     step_events = trace_io.normalise(trace_io.select_step(events, chosen, path))
     ranks = trace_io.world_size(events)
@@ -184,8 +186,8 @@ def main():
         raise trace_io.InputError(f"{args.out}: no such folder")
     pred_path = os.path.join(args.out, "predicted.trace.json")
     meas_path = os.path.join(args.out, "measured.trace.json")
-    sides = [s for s in (load_side(pred_path, None, "Predicted (SimGrid)"),
-                         load_side(meas_path, args.step, "Measured (LibTorch)")) if s]
+    sides = [s for s in (load_side(pred_path, None, "Predicted (SimGrid)", False),
+                         load_side(meas_path, args.step, "Measured (LibTorch)", True)) if s]
     if not sides:
         raise trace_io.InputError(f"{pred_path}: no such file (nor {meas_path})")
     if args.step is not None and not os.path.exists(meas_path):
