@@ -224,7 +224,7 @@ CostModel::CostModel(const Scenario& scenario)
   // reduce-scatters of the same volume and time (Korthikanti et al. 2022 §4.2.2). Full
   // recomputation repeats the forward's 2.
   const double tp_collective = tp_allreduce_seconds(scenario, T * d * bpe);
-  const double recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
+  const int recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
   const auto& device = scenario.cluster.device.description;
   const std::optional<PassSeconds> layer_kernel =
       device ? std::optional(layer_kernel_seconds(*device, scenario)) : std::nullopt;
@@ -259,10 +259,17 @@ CostModel::CostModel(const Scenario& scenario)
     if (L > 0) c.backward_workspace_bytes = recomputed_layer;
     c.tp_forward_s = L * layer_tp_forward;
     c.tp_input_backward_s = L * layer_tp_input_backward;
+    if (l.tp > 1) {
+      c.tp_forward_collectives = 2 * c.num_layers;
+      c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;
+    }
     if (c.has_embedding) {
       c.params += shape.embedding;
       c.activation_bytes += T * d * bpe / sp_shard;
-      if (l.tp > 1) c.tp_forward_s += tp_collective;  // the vocabulary-parallel lookup's sum
+      if (l.tp > 1) {  // the vocabulary-parallel lookup's sum
+        c.tp_forward_s += tp_collective;
+        ++c.tp_forward_collectives;
+      }
     }
     if (c.has_head) {
       // A tied head is the embedding itself on a single stage, a copy of it otherwise.
@@ -273,7 +280,10 @@ CostModel::CostModel(const Scenario& scenario)
       c.weight_backward_flops += head_flops;
       c.activation_bytes += T * V * bpe / t;
       c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, 2 * T * V * bpe / t);
-      if (l.tp > 1) c.tp_input_backward_s += tp_collective;  // the head input's gradient sum
+      if (l.tp > 1) {  // the head input's gradient sum
+        c.tp_input_backward_s += tp_collective;
+        ++c.tp_input_backward_collectives;
+      }
     }
     c.optimizer_flops = kAdamFlopsPerParam * optimizer_shard(l, c.params);
     const double largest_tensor =

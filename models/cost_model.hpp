@@ -67,6 +67,11 @@ struct StageCost {
   double optimizer_workspace_bytes = 0;
   double tp_forward_s = 0;         ///< tensor-parallel collectives inside F, seconds
   double tp_input_backward_s = 0;  ///< tensor-parallel collectives inside I (or B), seconds
+  /// How many tensor-parallel collectives F and I (or B) each run: Megatron's 2 per layer each
+  /// way (2 more per layer in I under full recomputation), the vocabulary-parallel lookup's in
+  /// F on the first stage, the head input's gradient sum in I on the last; 0 without tp.
+  int tp_forward_collectives = 0;
+  int tp_input_backward_collectives = 0;
   /// Compute seconds when the scenario names a device description (cluster.device.model).
   std::optional<KernelSeconds> kernel;
   double host_pass_s = 0;       ///< offloaded weights streamed in for each F and I (or B)

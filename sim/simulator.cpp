@@ -131,6 +131,19 @@ double measured_tp_seconds(const World& world, const Action& a) {
   return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
 }
 
+// Seconds a profiled pass's tensor-parallel collectives wait beyond the profile's figure while
+// `others` processes of its host compute besides its group: each collective waits for the
+// partner member, which first waits for a core, as a rank resuming after a wait does
+// (Profile::resume_delay, one per collective). The profile timed the group alone on the host.
+double partner_delay_seconds(const World& world, const Action& a, int others) {
+  const Profile* profile = world.options.profile;
+  if (!profile || measured_tp_seconds(world, a) <= 0) return 0;
+  const StageCost& s = world.cost.stage(a.stage);
+  const double count = of_kind(a.kind, s.tp_forward_collectives, s.tp_input_backward_collectives,
+                               s.tp_input_backward_collectives, 0, 0);
+  return count * profile->resume_delay(others);
+}
+
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
 // one thread per process (a schedule rank's tensor-parallel members have at most one core each).
 bool records_cpu(const World& world) {
@@ -150,7 +163,8 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const auto seconds = known_seconds(world, a);
   const double collectives = share * inner_comm_seconds(world, a);
   // A profiled pass holds its measured collectives: the rank waits in them off the cores, which
-  // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups).
+  // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups); and,
+  // with other groups computing as it starts, its partners' waits for a core.
   const double measured_collectives = measured_tp_seconds(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
@@ -162,11 +176,14 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const double members = world.platform.members_per_host;
   const double work = alone * host->get_speed() * (seconds ? 1 : members / threads);
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
+  const double waits =
+      measured_collectives +
+      partner_delay_seconds(world, a, world.computing[host] * world.platform.members_per_host);
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];
-  if (measured_collectives > 0) sg4::this_actor::sleep_for(share * measured_collectives);
-  return collectives + share * measured_collectives;
+  if (waits > 0) sg4::this_actor::sleep_for(share * waits);
+  return collectives + share * waits;
 }
 
 sim::Group dp_group(const World& world, int rank, int stage, int step) {

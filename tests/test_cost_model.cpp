@@ -297,6 +297,18 @@ TEST_CASE("recomputation adds the forward it repeats to I, and tp divides the pe
   // Full recomputation repeats the forward's 2 tensor-parallel all-reduces per layer.
   CHECK(full.tp_input_backward_s == Approx(2 * none.tp_input_backward_s).epsilon(0.005));
   CHECK(none.tp_forward_s == Approx(none.tp_input_backward_s).epsilon(0.005));
+  CHECK(none.tp_forward_collectives == 2 * L);
+  CHECK(none.tp_input_backward_collectives == 2 * L);
+  CHECK(full.tp_input_backward_collectives == 4 * L);
+  // The first stage sums the vocabulary-parallel lookup in F, the last the head input's
+  // gradient in I; without tp there are none.
+  const CostModel pipeline(llama_7b({"layout.pp=4", "layout.tp=2", "cluster.devices_per_node=8"}));
+  CHECK(pipeline.stage(0).tp_forward_collectives == 2 * 8 + 1);
+  CHECK(pipeline.stage(0).tp_input_backward_collectives == 2 * 8);
+  CHECK(pipeline.stage(3).tp_input_backward_collectives == 2 * 8 + 1);
+  CHECK(CostModel(llama_7b({"layout.pp=4", "cluster.devices_per_node=4"}))
+            .stage(0)
+            .tp_forward_collectives == 0);
   // Per GPU: half of the tp = 1 matrix products.
   const StageCost single =
       CostModel(llama_7b({"layout.pp=4", "cluster.devices_per_node=4"})).stage(1);

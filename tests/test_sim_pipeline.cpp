@@ -253,3 +253,32 @@ TEST_CASE("a receive posted after its send lasts the late-receive time from its 
   // Shorter than the transfer itself: the transfer's time stands.
   CHECK(two_stage_gpipe_step(&Profile::late_receive, {1e-9, 1e-9}) == Approx(plain));
 }
+
+TEST_CASE("a tensor-parallel pass waits a resume delay per collective while other groups compute") {
+  // `dp` replicas of a one-layer, tp = 2 model, 2·dp processes on 2·dp cores of one device; the
+  // profile measured 0.1 ms of collectives in each F and B, and a wake delay of `delay` with 2
+  // other processes computing. One F or B runs 3 collectives (the layer's 2, and the lookup's
+  // or the head's sum), each of which waits for its partner's core while another group computes.
+  const auto step = [](int dp, double delay) {
+    const std::string ranks = std::to_string(2 * dp);
+    const Scenario scenario = load_scenario(
+        std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+        {"layout.dp=" + std::to_string(dp), "layout.pp=1", "layout.tp=2", "layout.microbatches=4",
+         "model.n_layers=1", "cluster.ranks_per_device=" + ranks, "cluster.device.cores=" + ranks,
+         "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+    return simulate_profiled(scenario, [&](Profile& profile, const CostModel& cost) {
+      REQUIRE(cost.stage(0).tp_forward_collectives == 3);
+      REQUIRE(cost.stage(0).tp_input_backward_collectives == 3);
+      for (StageSeconds& s : profile.stages) s.tp_forward = s.tp_backward = 1e-4;
+      profile.wake_delay = {0, 0, delay};
+    })[0];
+  };
+  const double delay = 2e-4;
+  // One group alone: no other process computes, nothing to wait for.
+  CHECK(step(1, delay) == Approx(step(1, 0)).epsilon(1e-9));
+  // Two groups: the later of two starting together waits in all 3 collectives of its first F;
+  // at most every F and B of a step waits (2 kinds x 4 microbatches x 3 collectives).
+  const double plain = step(2, 0), delayed = step(2, delay);
+  CHECK(delayed >= plain + 3 * delay - 1e-9);
+  CHECK(delayed <= plain + 2 * 4 * 3 * delay + 1e-9);
+}
