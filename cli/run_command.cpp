@@ -76,11 +76,7 @@ void simulate_with(Scenario scenario, const sched::Schedule& schedule,
                    const std::string& profile_path, const std::string& dir) {
   scenario.cluster.device.profile = profile_path;
   const std::optional<Profile> profile = scenario_profile(scenario);
-  sim::SimOptions sim_options;
-  sim_options.profile = &*profile;
-  sim_options.steps = default_simulated_steps(sim_options.profile);
-  sim_options.seed = scenario.training.seed;
-  simulate_and_write(scenario, schedule, sim_options, dir);
+  simulate_and_write(scenario, schedule, profiled_options(scenario, &*profile), dir);
 }
 
 // `dtwin run` as one rank of a torchrun-style launch over several hosts: every rank measures the

@@ -17,10 +17,8 @@ int run_simulate(const SimulateOptions& options) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   const std::optional<Profile> profile = scenario_profile(scenario);
-  sim::SimOptions sim_options;
-  sim_options.profile = profile ? &*profile : nullptr;
-  sim_options.steps = options.steps.value_or(default_simulated_steps(sim_options.profile));
-  sim_options.seed = scenario.training.seed;
+  sim::SimOptions sim_options = profiled_options(scenario, profile ? &*profile : nullptr);
+  if (options.steps) sim_options.steps = *options.steps;
   if (options.collectives == "message") sim_options.collectives = sim::CollectiveModel::Message;
   if (options.collectives == "flow") sim_options.collectives = sim::CollectiveModel::Flow;
   simulate_and_write(scenario, schedule, sim_options, prepare_output_dir(options.output, scenario));

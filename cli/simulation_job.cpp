@@ -20,11 +20,14 @@ std::optional<Profile> scenario_profile(const Scenario& scenario) {
   return profile;
 }
 
-int default_simulated_steps(const Profile* profile) {
-  if (!profile) return 1;
-  for (const StageSeconds& stage : profile->stages)
-    if (stage.variation > 0) return kSampledSteps;
-  return 1;
+sim::SimOptions profiled_options(const Scenario& scenario, const Profile* profile) {
+  sim::SimOptions options;
+  options.profile = profile;
+  options.seed = scenario.training.seed;
+  if (profile)
+    for (const StageSeconds& stage : profile->stages)
+      if (stage.variation > 0) options.steps = kSampledSteps;
+  return options;
 }
 
 sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedule& schedule,

@@ -15,14 +15,15 @@ namespace dtwin {
 /// file's folder), checked against the scenario; nullopt when none is named.
 std::optional<Profile> scenario_profile(const Scenario& scenario);
 
-/// Steps `dtwin simulate` and `dtwin run` simulate by default: kSampledSteps sampled steps where
-/// `profile` measured a stage's variation (StageSeconds::variation > 0), else 1, the
-/// deterministic step of the medians (no profile, or one made before variation was measured).
-int default_simulated_steps(const Profile* profile);
-
 /// Sampled steps whose mean is the prediction where actions vary: the mean's standard error is
 /// the steps' spread / 8.
 inline constexpr int kSampledSteps = 64;
+
+/// The options `dtwin simulate` and `dtwin run` simulate with: `profile` (may be null), seeded by
+/// training.seed, and kSampledSteps sampled steps where the profile measured a stage's variation
+/// (StageSeconds::variation > 0), else 1, the deterministic step of the medians (no profile, or
+/// one made before variation was measured).
+sim::SimOptions profiled_options(const Scenario& scenario, const Profile* profile);
 
 /// Simulates options.steps steps and writes DIR/predicted.trace.json and
 /// DIR/predicted.summary.json; prints the summary table (of the mean step with several). Returns

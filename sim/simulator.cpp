@@ -131,17 +131,16 @@ double measured_tp_seconds(const World& world, const Action& a) {
   return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
 }
 
-// Seconds a profiled pass's tensor-parallel collectives wait beyond the profile's figure while
-// `others` processes of its host compute besides its group: each collective waits for the
-// partner member, which first waits for a core, as a rank resuming after a wait does
-// (Profile::resume_delay, one per collective). The profile timed the group alone on the host.
+// Seconds a pass whose tensor-parallel collectives the profile measured waits in them beyond the
+// profile's figure while `others` processes of its host compute besides its group: each
+// collective waits for the partner member, which first waits for a core, as a rank resuming
+// after a wait does (Profile::resume_delay, one per collective). The profile timed the group
+// alone on the host.
 double partner_delay_seconds(const World& world, const Action& a, int others) {
-  const Profile* profile = world.options.profile;
-  if (!profile || measured_tp_seconds(world, a) <= 0) return 0;
   const StageCost& s = world.cost.stage(a.stage);
   const double count = of_kind(a.kind, s.tp_forward_collectives, s.tp_input_backward_collectives,
                                s.tp_input_backward_collectives, 0, 0);
-  return count * profile->resume_delay(others);
+  return count * world.options.profile->resume_delay(others);
 }
 
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
@@ -177,8 +176,11 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const double work = alone * host->get_speed() * (seconds ? 1 : members / threads);
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
   const double waits =
-      measured_collectives +
-      partner_delay_seconds(world, a, world.computing[host] * world.platform.members_per_host);
+      measured_collectives > 0
+          ? measured_collectives +
+                partner_delay_seconds(world, a,
+                                      world.computing[host] * world.platform.members_per_host)
+          : 0;
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
   --world.computing[host];
@@ -321,13 +323,12 @@ void finish_late_receive(World& world, double posted, int busy) {
   if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
 }
 
-// One step of `rank`'s list of actions.
-void run_step(World& world, int rank, int step) {
+// One step of `rank`'s list of actions; `last_gradient`: last_gradient_actions of the list.
+void run_step(World& world, int rank, int step, const std::map<int, size_t>& last_gradient) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
   const sched::ActionList& actions = world.schedule.ranks[rank];
-  const std::map<int, size_t> last_gradient = last_gradient_actions(actions);
   const bool buckets = spec.overlap_grad_reduce && layout.dp > 1;
   InFlight flight;
   for (size_t i = 0; i < actions.size(); ++i) {
@@ -405,9 +406,10 @@ void run_step(World& world, int rank, int step) {
 
 // options.steps steps of `rank`, each after every rank ended the one before.
 void run_rank(World& world, int rank) {
+  const std::map<int, size_t> last_gradient = last_gradient_actions(world.schedule.ranks[rank]);
   for (int step = 0; step < world.options.steps; ++step) {
     if (step > 0) world.step_end->wait();
-    run_step(world, rank, step);
+    run_step(world, rank, step, last_gradient);
   }
 }
 
@@ -416,12 +418,12 @@ void run_rank(World& world, int rank) {
 // last.
 void close_sends(World& world, int rank) {
   std::vector<trace::TimedAction>& sends = world.sends[rank];
-  for (int step = 0; step < world.options.steps; ++step) {
-    trace::TimedAction* last = nullptr;
-    for (trace::TimedAction& send : sends)
-      if (send.step == step && (!last || send.end > last->end)) last = &send;
-    if (last) last->exposed_comm = std::max(0.0, last->end - world.loop_end[rank][step]);
-  }
+  std::vector<trace::TimedAction*> last(world.options.steps, nullptr);  // per step
+  for (trace::TimedAction& send : sends)
+    if (!last[send.step] || send.end > last[send.step]->end) last[send.step] = &send;
+  for (int step = 0; step < world.options.steps; ++step)
+    if (last[step])
+      last[step]->exposed_comm = std::max(0.0, last[step]->end - world.loop_end[rank][step]);
   world.events[rank].insert(world.events[rank].end(), sends.begin(), sends.end());
 }
 
