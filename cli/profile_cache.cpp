@@ -46,13 +46,15 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   const std::filesystem::path parent = std::filesystem::path(target).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   save_profile(profile, target);
-  std::printf("%6s %10s %10s %10s %10s %10s %10s   (ms, %d threads; variation: CV between steps)\n",
-              "stage", "F", "B", "I", "W", "optim", "variation", profile.threads);
+  std::printf(
+      "%6s %10s %10s %10s %10s %10s %10s %10s   (ms, %d threads; sync: the gradient "
+      "synchronisation's own work; variation: CV between steps)\n",
+      "stage", "F", "B", "I", "W", "optim", "sync", "variation", profile.threads);
   for (size_t s = 0; s < profile.stages.size(); ++s) {
     const StageSeconds& t = profile.stages[s];
-    std::printf("%6zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.3f\n", s, t.forward * 1e3,
+    std::printf("%6zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.3f\n", s, t.forward * 1e3,
                 t.backward * 1e3, t.input_backward * 1e3, t.weight_backward * 1e3,
-                t.optimizer * 1e3, t.variation);
+                t.optimizer * 1e3, t.sync_local * 1e3, t.variation);
   }
   if (scenario.layout.tp > 1)
     for (size_t s = 0; s < profile.stages.size(); ++s)

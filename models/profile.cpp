@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<std::string> kStageKeys = {"forward_s",         "backward_s",  "input_backward_s",
                                              "weight_backward_s", "optimizer_s", "tp_forward_s",
-                                             "tp_backward_s",     "variation"};
+                                             "tp_backward_s",     "variation",   "sync_local_s"};
 
 /// The items of the sequence `field` as fields ("stages[2]"); `what` describes it for errors.
 std::vector<Field> items(const Origin& origin, const Field& field, const std::string& what,
@@ -50,6 +50,7 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
   s.quantity("tp_forward_s", Quantity::Latency, false, st.tp_forward);
   s.quantity("tp_backward_s", Quantity::Latency, false, st.tp_backward);
   s.quantity("variation", Quantity::Count, false, st.variation);
+  s.quantity("sync_local_s", Quantity::Latency, false, st.sync_local);
   return st;
 }
 
@@ -266,6 +267,7 @@ void save_profile(const Profile& profile, const std::string& path) {
       out << YAML::Key << "tp_backward_s" << YAML::Value << number(s.tp_backward);
     }
     if (s.variation > 0) out << YAML::Key << "variation" << YAML::Value << number(s.variation);
+    if (s.sync_local > 0) out << YAML::Key << "sync_local_s" << YAML::Value << number(s.sync_local);
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;

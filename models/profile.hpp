@@ -61,6 +61,12 @@ struct StageSeconds {
   /// average than the step of their medians wherever one action waits for the later of two.
   /// 0: not measured (the simulator then times every step alike).
   double variation = 0;
+  /// Seconds the stage's data-parallel gradient synchronisation works on its rank's core beside
+  /// the collective, once per step: packing the gradients into one buffer and writing their
+  /// average back (ALLREDUCE), or scaling the reduced shard and releasing the full gradient
+  /// buffer (ZeRO's REDUCE_GRAD). 0 without data parallelism, with gradient buckets, or not
+  /// measured.
+  double sync_local = 0;
   bool operator==(const StageSeconds&) const = default;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/split_linear.hpp"
+#include "runtime/flat_gradients.hpp"
 #include "runtime/fused_adamw.hpp"
 #include "runtime/rank_device.hpp"
 #include "runtime/stage_run.hpp"
@@ -79,22 +80,36 @@ struct ReplayStage {
     zero = std::make_unique<ZeroStage>(*run.module, l.zero, l.dp, 0, options);
     gather_locally();
   }
+  // Under ZeRO 3 only: ZeRO 1 and 2 keep the full parameters, and the shard is a slice of them.
   void gather_locally() {
+    if (zero->gathered()) return;
     torch::NoGradGuard no_grad;
     zero->allocate_parameters();
     const int64_t n = zero->shard_elements();
     zero->full_parameters().view({-1, n}).copy_(zero->parameter_shard().view({1, n}));
   }
-  // OPTIM as training runs it: AdamW and zero_grad, or REDUCE_GRAD's shard then the ZeRO step.
+  // ALLREDUCE's work on the rank beside the collective, as Executor::dp_sync runs it: the
+  // gradients packed into one buffer and their average written back.
+  void sync_gradients(int replicas) {
+    const std::vector<torch::Tensor> gradients = sync_tensors(run.module->parameters(), false);
+    write_average(flatten_with_slots(gradients, replicas), replicas, gradients);
+  }
+  // REDUCE_GRAD's work on the rank after the reduce-scatter (replica 0's shard stands in for the
+  // reduced one); OPTIM does it first where the schedule has no REDUCE_GRAD.
+  void keep_gradient_shard() {
+    zero->prepare_gradients();
+    zero->keep_gradient_shard(zero->full_gradients().narrow(0, 0, zero->shard_elements()));
+    shard_kept = true;
+  }
+  // OPTIM as training runs it: AdamW and zero_grad, or the ZeRO step of the kept shard.
   void step() {
     if (!zero) {
       optimizer->step();
       optimizer->zero_grad();
       return;
     }
-    zero->prepare_gradients();
-    zero->keep_gradient_shard(zero->full_gradients().narrow(0, 0, zero->shard_elements()));
     zero->step();  // the full parameters keep their values: UNSHARD's work, not OPTIM's
+    shard_kept = false;
   }
   // Before a backward: the gradient buffer that ZeRO 2 and 3 release at REDUCE_GRAD.
   void prepare_gradients() {
@@ -103,7 +118,15 @@ struct ReplayStage {
   StageRun run;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::unique_ptr<ZeroStage> zero;
+  bool shard_kept = false;
 };
+
+// True for the actions replayed: compute, OPTIM, and the local work of a gradient
+// synchronisation without buckets (with buckets it runs inside the last backward).
+bool replayed(const Action& a, bool buckets) {
+  if (sched::is_compute(a.kind) || a.kind == ActionKind::OPTIM) return true;
+  return !buckets && (a.kind == ActionKind::ALLREDUCE || a.kind == ActionKind::REDUCE_GRAD);
+}
 
 }  // namespace
 
@@ -113,9 +136,10 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              ActionSeconds* collectives, torch::Device device) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
+  const bool buckets = scenario.layout.overlap_grad_reduce && layout.dp > 1;
   std::map<int, ReplayStage> stages;
   for (const Action& a : actions)
-    if (sched::is_compute(a.kind) || a.kind == ActionKind::OPTIM)
+    if (replayed(a, buckets))
       stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp, device);
   ActionSeconds seconds;
   for (int step = -warmup; step < steps; ++step) {
@@ -123,9 +147,12 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
     std::map<std::pair<int, int>, nn::WeightGradStash> stashes;
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const Action& a = actions[i];
-      if (!sched::is_compute(a.kind) && a.kind != ActionKind::OPTIM) continue;
+      if (!replayed(a, buckets)) continue;
       if (follows_wait(actions, i)) evict_caches();
-      StageRun& run = stages.at(a.stage).run;
+      ReplayStage& replay = stages.at(a.stage);
+      if (a.kind == ActionKind::OPTIM && replay.zero && !replay.shard_kept)
+        replay.keep_gradient_shard();
+      StageRun& run = replay.run;
       const std::pair<int, int> key{a.stage, a.microbatch};
       const double collectives_start = tp.collective_seconds();
       const double elapsed = device_seconds(device, [&] {
@@ -138,11 +165,11 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
             outputs[key] = run.forward();
             break;
           case ActionKind::B:
-            stages.at(a.stage).prepare_gradients();
+            replay.prepare_gradients();
             run.backward(take(outputs, key, a));
             break;
           case ActionKind::I: {
-            stages.at(a.stage).prepare_gradients();
+            replay.prepare_gradients();
             nn::StashGuard guard(run.module->stash_slot(), &stashes[key]);
             run.backward(take(outputs, key, a));
             break;
@@ -150,8 +177,14 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
           case ActionKind::W:
             take(stashes, key, a).apply();
             break;
+          case ActionKind::ALLREDUCE:
+            replay.sync_gradients(layout.dp);
+            break;
+          case ActionKind::REDUCE_GRAD:
+            replay.keep_gradient_shard();
+            break;
           default:  // OPTIM
-            stages.at(a.stage).step();
+            replay.step();
         }
       });
       if (step < 0) continue;

@@ -1,5 +1,6 @@
 // The compute actions of one rank's schedule, run in the schedule's order without communication
-// and timed: what `dtwin profile` takes each stage's F, B, I, W and optimizer seconds from.
+// and timed: what `dtwin profile` takes each stage's F, B, I, W, optimizer and gradient
+// synchronisation (its work beside the collective) seconds from.
 #pragma once
 
 #include <map>
@@ -19,7 +20,11 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 
 /// Runs the F, B, I, W and OPTIM actions of `rank` in `schedule` in their order, `warmup`
 /// untimed steps then `steps` timed ones, on `device`, and returns the seconds of every timed
-/// action (device_seconds: wall time on the CPU, CUDA events on a GPU).
+/// action (device_seconds: wall time on the CPU, CUDA events on a GPU). Without gradient
+/// buckets, an ALLREDUCE times its work on the rank beside the collective (packing the
+/// gradients and writing their average back, as Executor::dp_sync does) and a REDUCE_GRAD its
+/// work after the reduce-scatter (ZeroStage::keep_gradient_shard), which training's OPTIM does
+/// not include.
 /// As in training, a microbatch's activations stay alive from its F to its B (or I), its
 /// deferred weight gradients from I to W, the first and last stages read their microbatch's
 /// tokens inside F, and gradients accumulate until OPTIM (AdamW, then zero_grad; under ZeRO the

@@ -5,18 +5,6 @@
 #include "runtime/flat_gradients.hpp"
 
 namespace dtwin::rt {
-namespace {
-
-// Gradients (or weights) of a stage flattened into one buffer, followed by one arrival-time
-// slot per replica: after a sum over the group every slot holds its replica's arrival.
-torch::Tensor flatten(const std::vector<torch::Tensor>& tensors, int replicas) {
-  std::vector<torch::Tensor> parts;
-  for (const torch::Tensor& t : tensors) parts.push_back(t.reshape(-1));
-  parts.push_back(torch::zeros({replicas}, tensors.front().options()));
-  return torch::cat(parts);
-}
-
-}  // namespace
 
 void Executor::dp_sync(const sched::Action& a) {
   const sched::Layout& layout = schedule_.layout;
@@ -28,12 +16,10 @@ void Executor::dp_sync(const sched::Action& a) {
     finish_buckets(a);
     return;
   }
-  std::vector<torch::Tensor> tensors;
-  for (torch::Tensor& p : stages_.at(a.stage).module->parameters()) {
-    if (!weights && !p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    tensors.push_back(weights ? p : p.mutable_grad());
-  }
-  torch::Tensor flat = flatten(tensors, dp);
+  const double begin = clock_.now();
+  const std::vector<torch::Tensor> tensors =
+      sync_tensors(stages_.at(a.stage).module->parameters(), weights);
+  torch::Tensor flat = flatten_with_slots(tensors, dp);
   const int64_t numel = flat.numel() - dp;
   const double start = clock_.now();
   flat[numel + replica] = start;
@@ -68,8 +54,10 @@ void Executor::dp_sync(const sched::Action& a) {
          peers);
   }
   const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
-  exposed_ = std::max(0.0, clock_.now() - std::max(start, last_arrival));
-  copy_slices(flat.narrow(0, 0, numel) / dp, tensors);
+  write_average(flat, dp, tensors);
+  // Exposed: the whole action, packing and writing back included, less the wait for a later
+  // replica (the simulator runs the packing as the profile's sync_local seconds).
+  exposed_ = std::max(0.0, clock_.now() - begin - std::max(0.0, last_arrival - start));
 }
 
 bool Executor::arm_buckets(const sched::Action& a, std::size_t index) {

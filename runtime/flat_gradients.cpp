@@ -33,4 +33,26 @@ void copy_slices(const torch::Tensor& flat, const std::vector<torch::Tensor>& te
   }
 }
 
+std::vector<torch::Tensor> sync_tensors(const std::vector<torch::Tensor>& parameters,
+                                        bool weights) {
+  std::vector<torch::Tensor> tensors;
+  for (torch::Tensor p : parameters) {
+    if (!weights && !p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    tensors.push_back(weights ? p : p.mutable_grad());
+  }
+  return tensors;
+}
+
+torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int slots) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& t : tensors) parts.push_back(t.reshape(-1));
+  parts.push_back(torch::zeros({slots}, tensors.front().options()));
+  return torch::cat(parts);
+}
+
+void write_average(const torch::Tensor& flat, int replicas,
+                   const std::vector<torch::Tensor>& tensors) {
+  copy_slices(flat.narrow(0, 0, flat.numel() - replicas) / replicas, tensors);
+}
+
 }  // namespace dtwin::rt

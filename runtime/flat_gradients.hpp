@@ -21,4 +21,17 @@ void set_gradients(const std::vector<torch::Tensor>& parameters, const torch::Te
 /// Copies consecutive slices of `flat` [Σ numel] into `tensors`, in order, under no-grad.
 void copy_slices(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors);
 
+/// What a data-parallel synchronisation sums over its group: the gradients of `parameters` (a
+/// parameter without one first gets a zero gradient), or with `weights` the parameters.
+std::vector<torch::Tensor> sync_tensors(const std::vector<torch::Tensor>& parameters, bool weights);
+
+/// `tensors` flattened and concatenated in order, followed by `slots` zeros [Σ numel + slots]
+/// (one arrival-time slot per replica).
+torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int slots);
+
+/// Writes the leading Σ numel elements of `flat` (flatten_with_slots' layout), divided by
+/// `replicas`, back into `tensors`: the average after the group's sum.
+void write_average(const torch::Tensor& flat, int replicas,
+                   const std::vector<torch::Tensor>& tensors);
+
 }  // namespace dtwin::rt

@@ -116,6 +116,10 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
         case sched::ActionKind::W:
           stage.weight_backward = value;
           break;
+        case sched::ActionKind::ALLREDUCE:
+        case sched::ActionKind::REDUCE_GRAD:
+          stage.sync_local = value;
+          break;
         default:
           stage.optimizer = value;  // OPTIM, the one other kind replayed
       }
@@ -259,7 +263,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v13|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v14|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

@@ -14,7 +14,7 @@ std::map<int, double> step_variation(const ActionSeconds& replayed, int steps) {
   std::vector<Row> rows;
   for (const auto& [action, seconds] : replayed) {
     const sched::ActionKind kind = action.second;
-    if (kind == sched::ActionKind::OPTIM) continue;
+    if (!sched::is_compute(kind)) continue;
     const std::size_t per_step = seconds.size() / steps;
     if (per_step == 0 || per_step * steps != seconds.size()) return {};
     for (std::size_t j = 0; j < per_step; ++j) {

@@ -240,6 +240,19 @@ double dp_collective(World& world, int rank, const Action& a, int step) {
   return sg4::Engine::get_clock() - world.last_arrival[group.tag];
 }
 
+// Runs the work a gradient synchronisation of `stage` does on `rank`'s core beside its
+// collective, as the profile measured it (StageSeconds::sync_local: packing the gradients and
+// writing their average back, or keeping the reduced shard), sharing the host's cores with the
+// ranks computing; returns its seconds (0 without a profile).
+double sync_local_seconds(World& world, int rank, int stage) {
+  const Profile* profile = world.options.profile;
+  const double seconds = profile ? profile->stages.at(stage).sync_local : 0;
+  if (seconds <= 0) return 0;
+  const double start = sg4::Engine::get_clock();
+  sg4::this_actor::execute(seconds * world.platform.rank_hosts[rank]->get_speed());
+  return sg4::Engine::get_clock() - start;
+}
+
 // Starts a collective in an actor of its own on the rank's host, so that compute goes on.
 sg4::ActorPtr start_collective(const World& world, int rank, const sim::Group& group,
                                ActionKind kind, double bytes) {
@@ -365,8 +378,9 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
       }
       case ActionKind::ALLREDUCE:
       case ActionKind::REDUCE_GRAD:
-        event.exposed_comm =
-            buckets ? join_all(flight.buckets[a.stage]) : dp_collective(world, rank, a, step);
+        event.exposed_comm = buckets ? join_all(flight.buckets[a.stage])
+                                     : dp_collective(world, rank, a, step) +
+                                           sync_local_seconds(world, rank, a.stage);
         event.end = sg4::Engine::get_clock();
         break;
       case ActionKind::UNSHARD:

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "cli/scenario_schedule.hpp"
 #include "models/scenario_loader.hpp"
 #include "runtime/compute_replay.hpp"
 #include "schedules/generators.hpp"
@@ -54,6 +55,33 @@ TEST_CASE("the replay times every compute action of the rank, step after step", 
         for (double s : seconds.at({rank, kind})) CHECK(s > 0);
       }
       CHECK(seconds.at({rank, ActionKind::OPTIM}).size() == 3);
+    }
+  }
+}
+
+TEST_CASE("the replay times a gradient synchronisation's own work apart from OPTIM", "[torch]") {
+  for (const std::string zero : {"0", "1", "3"}) {
+    for (const std::string buckets : {"false", "true"}) {
+      INFO("zero " << zero << ", overlap_grad_reduce " << buckets);
+      const dtwin::Scenario scenario = dtwin::load_scenario(
+          std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+          {"model.d_model=64", "model.n_heads=2", "model.ffn_hidden=128", "model.n_layers=2",
+           "model.seq_len=32", "cluster.ranks_per_device=2", "layout.pp=1", "layout.dp=2",
+           "layout.microbatches=2", "layout.zero=" + zero,
+           "layout.overlap_grad_reduce=" + buckets});
+      const dtwin::CostModel cost(scenario);
+      const auto seconds = dtwin::rt::replay_compute(
+          scenario, cost, dtwin::build_schedule(scenario), 0, dataset(scenario), 1, 3);
+      const ActionKind sync = zero == "0" ? ActionKind::ALLREDUCE : ActionKind::REDUCE_GRAD;
+      CHECK(seconds.at({0, ActionKind::OPTIM}).size() == 3);
+      CHECK(seconds.at({0, ActionKind::B}).size() == 3 * 2);
+      if (buckets == "true") {
+        CHECK_FALSE(seconds.contains({0, sync}));  // it runs inside the last backward
+        continue;
+      }
+      REQUIRE(seconds.contains({0, sync}));
+      CHECK(seconds.at({0, sync}).size() == 3);
+      for (double s : seconds.at({0, sync})) CHECK(s > 0);
     }
   }
 }

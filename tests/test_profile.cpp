@@ -121,6 +121,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.stages = {StageSeconds{0.1, 1.0 / 3, 0.2, 2.0 / 3 - 0.2, 1e-5, 0.04, 1.0 / 30},
               StageSeconds{123.456, 7e-7, 3.5e-7, 3.5e-7, 0}};
   p.stages[1].variation = 1.0 / 11;
+  p.stages[1].sync_local = 1.0 / 70;
   p.p2p_latency = 2.5e-5;
   p.p2p_bandwidth = 12.5e9;
   p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
@@ -152,6 +153,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.stages[1].weight_backward *= 2; },
         [](Profile& q) { q.stages[0].tp_backward = 0; },
         [](Profile& q) { q.stages[1].variation = 0; },
+        [](Profile& q) { q.stages[1].sync_local = 0; },
         [](Profile& q) { q.allreduce_ranks = 2; },
         [](Profile& q) { q.concurrency.pop_back(); },
         [](Profile& q) { q.wake_delay.pop_back(); },
@@ -195,7 +197,9 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
          {std::tuple<std::string, std::string, std::string>{
               "0.024", "-0.024", "stages[0].backward_s: expected a latency >= 0, got '-0.024'"},
           {", optimizer_s", ", variation: -0.1, optimizer_s",
-           "stages[0].variation: expected a number >= 0, got '-0.1'"}}) {
+           "stages[0].variation: expected a number >= 0, got '-0.1'"},
+          {", optimizer_s", ", sync_local_s: -0.002, optimizer_s",
+           "stages[0].sync_local_s: expected a latency >= 0, got '-0.002'"}}) {
       std::string text = kGood;
       text.replace(text.find(from), from.size(), to);
       const auto [path, msg] = error_of("negative_" + from.substr(from.size() - 3), text);

@@ -101,6 +101,23 @@ TEST_CASE("measured all-gather and reduce-scatter curves add their own CPU work 
   CHECK(x.at("REDUCE_GRAD") > x.at("UNSHARD"));
 }
 
+TEST_CASE("a gradient synchronisation adds the profile's own work beside its collective") {
+  const int n = 2;
+  for (int zero : {0, 3}) {
+    CAPTURE(zero);
+    const Scenario scenario = data_parallel(n, {"layout.zero=" + std::to_string(zero)});
+    const std::string kind = zero == 0 ? "ALLREDUCE" : "REDUCE_GRAD";
+    const double plain = exposed_by_kind(scenario).at(kind);
+    REQUIRE(plain > 0);
+    const double local = 0.25 * plain;  // one core per rank: it runs at full speed
+    const auto x = exposed_by_kind(scenario, 1e-3, [&](Profile& p) {
+      for (StageSeconds& s : p.stages) s.sync_local = local;
+    });
+    CHECK(x.at(kind) == Approx(plain + local).epsilon(1e-6));
+    CHECK(x.at("UNSHARD") == Approx(exposed_by_kind(scenario).at("UNSHARD")).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("tensor-parallel all-reduces inside F: 2 per layer of 2(t-1)·T·d·bytes/(t·β)") {
   const int t = 2;
   const Scenario scenario = data_parallel(1, {"layout.tp=2", "cluster.devices_per_node=2"});
