@@ -39,22 +39,24 @@ void process_on_cpu(double cpu_s_per_byte, double bytes) {
   if (seconds > 0) sg4::this_actor::execute(seconds * sg4::this_actor::get_host()->get_speed());
 }
 
-// `steps` ring steps of bytes/N each to the next member, each followed by its CPU work.
+// `steps` ring steps of bytes/N each to the next member, each followed by its CPU work: one
+// tensor-parallel member's, on its 1/tp of the bytes (the members work at once).
 void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
                 const Platform& platform, double cpu_s_per_byte) {
   const int n = static_cast<int>(group.ranks.size());
   if (n < 2) return;
   const int next = (group.me + 1) % n;
   const double chunk = bytes / n;
+  const double member_s_per_byte = cpu_s_per_byte / platform.group_members;
   if (model == CollectiveModel::Message) {
     for (int step = 0; step < steps; ++step) {
       exchange(group, next, step, chunk);
-      process_on_cpu(cpu_s_per_byte, chunk);
+      process_on_cpu(member_s_per_byte, chunk);
     }
     return;
   }
   exchange(group, next, 0, steps * chunk);
-  process_on_cpu(cpu_s_per_byte, steps * chunk);
+  process_on_cpu(member_s_per_byte, steps * chunk);
   const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
   sg4::this_actor::sleep_for((steps - 1) * alpha);
 }

@@ -132,6 +132,7 @@ Platform build_platform(const Scenario& scenario, const Profile* profile) {
   const ClusterSpec& cluster = scenario.cluster;
   const int tp = scenario.layout.tp;
   platform.members_per_host = members_per_device(scenario);
+  platform.group_members = tp;
   platform.threads_per_rank = threads_per_rank(scenario);
   if (profile) {
     platform.collective_cpu_s_per_byte = profile->allreduce_overhead_s_per_byte();

@@ -34,6 +34,10 @@ struct Platform {
   /// (Profile::half_ring_overhead_s_per_byte of its allgather and reduce_scatter points).
   double gather_cpu_s_per_byte = 0;
   double reduce_scatter_cpu_s_per_byte = 0;
+  /// Tensor-parallel members behind each schedule rank (layout.tp). Each member synchronises its
+  /// own 1/tp of the stage's bytes with its data-parallel peers, all members at once, so a
+  /// rank's CPU work in a data-parallel collective is one member's: bytes / tp.
+  int group_members = 1;
 };
 
 /// Sets SimGrid's network model before the platform exists: CM02 (max-min sharing, latency +

@@ -101,6 +101,24 @@ TEST_CASE("measured all-gather and reduce-scatter curves add their own CPU work 
   CHECK(x.at("REDUCE_GRAD") > x.at("UNSHARD"));
 }
 
+TEST_CASE("a tensor-parallel member's data-parallel collective works on its 1/tp of the bytes") {
+  const int n = 2;
+  const double S = exposed_by_kind(data_parallel(n, {})).at("bytes");
+  const auto measured = [&](Profile& p) {  // a fast link: Gloo's work of 4 ns/B is all there is
+    p.p2p_bandwidth = 1e15;
+    p.allreduce_ranks = n;
+    p.allreduce = {{S, 2 * (n - 1) * S / n * 4e-9}};
+  };
+  const double alone = exposed_by_kind(data_parallel(n, {}), 1e-3, measured).at("ALLREDUCE");
+  CHECK(alone == Approx(2 * (n - 1) * S / n * 4e-9).epsilon(0.01));
+  // tp = 2, each member on a device of its own: both members reduce their halves at once.
+  const auto x = exposed_by_kind(
+      data_parallel(n, {"layout.tp=2", "cluster.devices_per_node=" + std::to_string(2 * n)}), 1e-3,
+      measured);
+  CHECK(x.at("bytes") == S);  // the stage's gradients, all members'
+  CHECK(x.at("ALLREDUCE") == Approx(alone / 2).epsilon(0.01));
+}
+
 TEST_CASE("a gradient synchronisation adds the profile's own work beside its collective") {
   const int n = 2;
   for (int zero : {0, 3}) {
