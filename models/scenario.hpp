@@ -55,6 +55,9 @@ struct LayoutSpec {
   double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
   bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
   Offload offload = Offload::None;
+  /// True where the gradients are reduced in buckets during the last backward
+  /// (overlap_grad_reduce with more than one replica), not by the ALLREDUCE or REDUCE_GRAD.
+  bool gradient_buckets() const { return overlap_grad_reduce && dp > 1; }
 };
 
 struct TrainingSpec {

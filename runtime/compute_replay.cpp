@@ -99,8 +99,9 @@ struct ReplayStage {
   void keep_gradient_shard() {
     zero->prepare_gradients();
     zero->keep_gradient_shard(zero->full_gradients().narrow(0, 0, zero->shard_elements()));
-    shard_kept = true;
   }
+  // True between keep_gradient_shard and the ZeRO step, which drops the shard's gradient.
+  bool shard_kept() const { return zero->parameter_shard().grad().defined(); }
   // OPTIM as training runs it: AdamW and zero_grad, or the ZeRO step of the kept shard.
   void step() {
     if (!zero) {
@@ -109,7 +110,6 @@ struct ReplayStage {
       return;
     }
     zero->step();  // the full parameters keep their values: UNSHARD's work, not OPTIM's
-    shard_kept = false;
   }
   // Before a backward: the gradient buffer that ZeRO 2 and 3 release at REDUCE_GRAD.
   void prepare_gradients() {
@@ -118,7 +118,6 @@ struct ReplayStage {
   StageRun run;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::unique_ptr<ZeroStage> zero;
-  bool shard_kept = false;
 };
 
 // True for the actions replayed: compute, OPTIM, and the local work of a gradient
@@ -136,7 +135,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              ActionSeconds* collectives, torch::Device device) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
-  const bool buckets = scenario.layout.overlap_grad_reduce && layout.dp > 1;
+  const bool buckets = scenario.layout.gradient_buckets();
   std::map<int, ReplayStage> stages;
   for (const Action& a : actions)
     if (replayed(a, buckets))
@@ -150,7 +149,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       if (!replayed(a, buckets)) continue;
       if (follows_wait(actions, i)) evict_caches();
       ReplayStage& replay = stages.at(a.stage);
-      if (a.kind == ActionKind::OPTIM && replay.zero && !replay.shard_kept)
+      if (a.kind == ActionKind::OPTIM && replay.zero && !replay.shard_kept())
         replay.keep_gradient_shard();
       StageRun& run = replay.run;
       const std::pair<int, int> key{a.stage, a.microbatch};

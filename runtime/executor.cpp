@@ -75,8 +75,7 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
                 {ActionKind::RESHARD, &Executor::reshard},
                 {ActionKind::REDUCE_GRAD, &Executor::reduce_gradients},
                 {ActionKind::OPTIM, &Executor::optimizer_step}} {
-  const sched::Layout& layout = schedule.layout;
-  if (!scenario.layout.overlap_grad_reduce || layout.dp == 1) return;
+  if (!scenario.layout.gradient_buckets()) return;
   const sched::ActionList& actions = schedule.ranks.at(rank_);
   for (std::size_t i = 0; i < actions.size(); ++i)
     if (actions[i].kind == ActionKind::B || actions[i].kind == ActionKind::W)

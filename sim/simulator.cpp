@@ -342,7 +342,7 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
   const sched::ActionList& actions = world.schedule.ranks[rank];
-  const bool buckets = spec.overlap_grad_reduce && layout.dp > 1;
+  const bool buckets = spec.gradient_buckets();
   InFlight flight;
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
