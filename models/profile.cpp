@@ -20,9 +20,10 @@ using detail::Section;
 
 namespace {
 
-const std::vector<std::string> kStageKeys = {"forward_s",         "backward_s",  "input_backward_s",
-                                             "weight_backward_s", "optimizer_s", "tp_forward_s",
-                                             "tp_backward_s",     "variation",   "sync_local_s"};
+const std::vector<std::string> kStageKeys = {
+    "forward_s",    "backward_s",       "input_backward_s", "weight_backward_s",
+    "optimizer_s",  "tp_forward_s",     "tp_backward_s",    "variation",
+    "sync_local_s", "tp_forward_cpu_s", "tp_backward_cpu_s"};
 
 /// The items of the sequence `field` as fields ("stages[2]"); `what` describes it for errors.
 std::vector<Field> items(const Origin& origin, const Field& field, const std::string& what,
@@ -49,6 +50,8 @@ StageSeconds read_stage(const Origin& origin, const Field& field) {
   st.optimizer = s.quantity("optimizer_s", Quantity::Latency, false);
   s.quantity("tp_forward_s", Quantity::Latency, false, st.tp_forward);
   s.quantity("tp_backward_s", Quantity::Latency, false, st.tp_backward);
+  s.quantity("tp_forward_cpu_s", Quantity::Latency, false, st.tp_forward_cpu);
+  s.quantity("tp_backward_cpu_s", Quantity::Latency, false, st.tp_backward_cpu);
   s.quantity("variation", Quantity::Count, false, st.variation);
   s.quantity("sync_local_s", Quantity::Latency, false, st.sync_local);
   return st;
@@ -265,6 +268,10 @@ void save_profile(const Profile& profile, const std::string& path) {
     if (s.tp_forward > 0 || s.tp_backward > 0) {
       out << YAML::Key << "tp_forward_s" << YAML::Value << number(s.tp_forward);
       out << YAML::Key << "tp_backward_s" << YAML::Value << number(s.tp_backward);
+    }
+    if (s.tp_forward_cpu > 0 || s.tp_backward_cpu > 0) {
+      out << YAML::Key << "tp_forward_cpu_s" << YAML::Value << number(s.tp_forward_cpu);
+      out << YAML::Key << "tp_backward_cpu_s" << YAML::Value << number(s.tp_backward_cpu);
     }
     if (s.variation > 0) out << YAML::Key << "variation" << YAML::Value << number(s.variation);
     if (s.sync_local > 0) out << YAML::Key << "sync_local_s" << YAML::Value << number(s.sync_local);

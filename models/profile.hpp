@@ -16,8 +16,10 @@
 //     - {forward_s: 0.012, backward_s: 0.024, input_backward_s: 0.012,
 //        weight_backward_s: 0.012, optimizer_s: 0.003}   # optimizer_s: per step
 //                                  # optional, tensor parallelism: tp_forward_s, tp_backward_s,
-//                                  # the collectives' part of F and of B or I; variation: the
-//                                  # spread of one pass between steps (StageSeconds::variation)
+//                                  # the collectives' part of F and of B or I; tp_forward_cpu_s,
+//                                  # tp_backward_cpu_s, the CPU their helper threads used;
+//                                  # variation: the spread of one pass between steps
+//                                  # (StageSeconds::variation)
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
@@ -55,6 +57,13 @@ struct StageSeconds {
   /// spent in its group's collectives (waiting included); 0 without.
   double tp_forward = 0;
   double tp_backward = 0;
+  /// CPU seconds the member's other threads ran during those collectives of one F and of one B
+  /// or I (nn::TensorParallelGroup::collective_helper_cpu_seconds: Gloo's worker and I/O
+  /// threads copying, reducing and moving the bytes), part of tp_forward and tp_backward's
+  /// time: work on the host's cores that the ranks sharing them lack meanwhile. 0: not measured
+  /// (no tensor parallelism, a GPU, or several intra-op threads, whose own work would count).
+  double tp_forward_cpu = 0;
+  double tp_backward_cpu = 0;
   /// Coefficient of variation (standard deviation / mean, dimensionless) of one F, B, I or W of
   /// this stage between steps, beyond what all the actions of a step share (the machine's speed
   /// over a step): the independent spread that makes a step of varying actions longer on

@@ -1,21 +1,25 @@
 #include "models/tensor_parallel.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "models/autograd_node.hpp"
+#include "models/cpu_clock.hpp"
 
 namespace dtwin::nn {
 namespace {
 
 // Runs `collective` (posts a collective over `tp` and returns its work), waits for it and adds
-// the wall time to the group's collective_ns.
+// the wall time to the group's collective_ns, the other threads' CPU time to its helper_cpu_ns.
 template <typename Post>
 void timed_collective(const TensorParallelGroup& tp, Post&& collective) {
+  const double helper_start = other_threads_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   collective()->wait();
   *tp.collective_ns +=
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
+  *tp.helper_cpu_ns += std::llround((other_threads_cpu_seconds() - helper_start) * 1e9);
 }
 
 // Sums `t` over the group in place (an all-reduce of its contiguous storage) and returns it.

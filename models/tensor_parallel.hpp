@@ -27,12 +27,24 @@ struct TensorParallelGroup {
   bool sequence_parallel = false;
   /// Nanoseconds spent in the collectives below over this group, shared by its copies.
   std::shared_ptr<std::atomic<int64_t>> collective_ns = std::make_shared<std::atomic<int64_t>>(0);
+  /// Nanoseconds of CPU that the member's other threads ran while it waited in them.
+  std::shared_ptr<std::atomic<int64_t>> helper_cpu_ns = std::make_shared<std::atomic<int64_t>>(0);
 
   /// Wall seconds this member has spent in the collectives below (from posting each to its
   /// completion), on whichever thread ran them (a backward's run on LibTorch's CUDA device
   /// threads): what a profile subtracts to split a pass into its compute and its
   /// tensor-parallel communication.
   double collective_seconds() const { return static_cast<double>(collective_ns->load()) / 1e9; }
+
+  /// CPU seconds the member's process ran on threads other than the waiting one while it
+  /// waited in the collectives below (CLOCK_PROCESS_CPUTIME_ID less CLOCK_THREAD_CPUTIME_ID):
+  /// on the CPU, Gloo's work on the cores (c10d's ProcessGroupGloo runs a collective on a
+  /// worker thread that copies and reduces, and its I/O threads move the bytes), which the
+  /// other processes of a shared host lack meanwhile. Other threads' unrelated work (intra-op
+  /// threads spinning, a send in flight) is counted too.
+  double collective_helper_cpu_seconds() const {
+    return static_cast<double>(helper_cpu_ns->load()) / 1e9;
+  }
 };
 
 /// Megatron's f, before a column-parallel layer: returns x (sharing its storage); the backward

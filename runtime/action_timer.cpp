@@ -2,8 +2,9 @@
 
 #include <ATen/Parallel.h>
 
-#include <ctime>
 #include <stdexcept>
+
+#include "models/cpu_clock.hpp"
 
 #if DTWIN_HAVE_CUDA
 #include "runtime/cuda/event_timer.hpp"
@@ -11,13 +12,6 @@
 
 namespace dtwin::rt {
 namespace {
-
-// Seconds this thread has run on a core.
-double thread_cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
 
 // Host times as they are; each compute action's CPU time from the executing thread's clock.
 class CpuTimer final : public ActionTimer {
@@ -29,7 +23,10 @@ class CpuTimer final : public ActionTimer {
   }
   void end(std::size_t i) override { cpu_.at(i) += thread_cpu_seconds(); }
   void finish_step(std::vector<trace::TimedAction>& events) override {
-    if (at::get_num_threads() != 1) return;
+    if (at::get_num_threads() != 1) {  // other threads compute too: neither figure is the rank's
+      for (trace::TimedAction& e : events) e.comm_cpu = 0;
+      return;
+    }
     for (std::size_t i = 0; i < events.size() && i < cpu_.size(); ++i) {
       const sched::ActionKind kind = events[i].action.kind;
       if (sched::is_compute(kind) || kind == sched::ActionKind::OPTIM) events[i].cpu = cpu_[i];

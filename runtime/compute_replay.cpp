@@ -132,7 +132,7 @@ bool replayed(const Action& a, bool buckets) {
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp,
-                             ActionSeconds* collectives, torch::Device device) {
+                             CollectiveTimes* collectives, torch::Device device) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
   const bool buckets = scenario.layout.gradient_buckets();
@@ -154,6 +154,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       StageRun& run = replay.run;
       const std::pair<int, int> key{a.stage, a.microbatch};
       const double collectives_start = tp.collective_seconds();
+      const double helper_start = tp.collective_helper_cpu_seconds();
       const double elapsed = device_seconds(device, [&] {
         switch (a.kind) {
           case ActionKind::F:
@@ -188,8 +189,11 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       });
       if (step < 0) continue;
       seconds[{a.stage, a.kind}].push_back(elapsed);
-      if (collectives)
-        (*collectives)[{a.stage, a.kind}].push_back(tp.collective_seconds() - collectives_start);
+      if (!collectives) continue;
+      collectives->seconds[{a.stage, a.kind}].push_back(tp.collective_seconds() -
+                                                        collectives_start);
+      collectives->helper_cpu[{a.stage, a.kind}].push_back(tp.collective_helper_cpu_seconds() -
+                                                           helper_start);
     }
   }
   return seconds;

@@ -18,6 +18,12 @@ namespace dtwin::rt {
 /// Seconds of each compute action, keyed by (stage, kind).
 using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<double>>;
 
+/// What each timed action spent in its tensor-parallel group's collectives.
+struct CollectiveTimes {
+  ActionSeconds seconds;     ///< wall seconds (TensorParallelGroup::collective_seconds)
+  ActionSeconds helper_cpu;  ///< other threads' CPU (collective_helper_cpu_seconds), seconds
+};
+
 /// Runs the F, B, I, W and OPTIM actions of `rank` in `schedule` in their order, `warmup`
 /// untimed steps then `steps` timed ones, on `device`, and returns the seconds of every timed
 /// action (device_seconds: wall time on the CPU, CUDA events on a GPU). Without gradient
@@ -34,12 +40,13 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 /// are skipped; non-first stages take a random input. As member `tp` of a tensor-parallel group
 /// (size > 1) the stages hold the member's shards and their passes run the group's collectives,
 /// so every member replays at once, and `collectives` (when set) receives each timed action's
-/// seconds in the group's collectives (tp.collective_seconds()), in the same order. Throws
+/// seconds in the group's collectives and the CPU its other threads ran meanwhile, in the same
+/// order. Throws
 /// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp = {},
-                             ActionSeconds* collectives = nullptr,
+                             CollectiveTimes* collectives = nullptr,
                              torch::Device device = torch::kCPU);
 
 }  // namespace dtwin::rt

@@ -108,11 +108,14 @@ Executor::StepResult Executor::run_step(int64_t step) {
     const nn::TensorParallelGroup* tp =
         sched::is_compute(a.kind) ? &stage_of(a).module->tensor_parallel() : nullptr;
     const double collectives_start = tp ? tp->collective_seconds() : 0;
+    const double helper_start = tp ? tp->collective_helper_cpu_seconds() : 0;
     (this->*handler->second)(a);
     if (tp) exposed_ += tp->collective_seconds() - collectives_start;
     if (armed) buckets_.at(a.stage)->post_remaining();  // a W's deferred weights, unused ones
     timer_->end(index);
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
+    if (tp && device_.is_cpu())
+      events_.back().comm_cpu = tp->collective_helper_cpu_seconds() - helper_start;
   }
   // Gloo completes a send only when its sender waits for it, so the sends are waited for here,
   // at the end of the step, each charged with its own wait (write_measured later ends each

@@ -1,5 +1,6 @@
 #include "runtime/profiler.hpp"
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/gemm_fit.hpp"
+#include "runtime/busy_processes.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/comm_benchmark.hpp"
 #include "runtime/compute_replay.hpp"
@@ -81,11 +83,38 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   return {median(f), median(b), median(in), median(w), median(opt), median(tp_f), median(tp_b)};
 }
 
+// Sets the stages' tp_forward_cpu and tp_backward_cpu: the medians of the CPU that the group's
+// collectives' helper threads ran per F and per B or I, the actions of pipeline rank `p`
+// replayed `steps` times more in the schedule's order while the host's other
+// cluster.ranks_per_device - tp ranks are busy (BusyProcesses, started by member 0). In training
+// they compute beside the group and the cores never idle; beside idle cores Gloo's threads used
+// up to twice the CPU (a thread woken on an idle core costs its waker more). Only on the CPU
+// with one intra-op thread, where the process's other threads are the collectives' alone.
+void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
+                            const sched::Schedule& schedule, const TokenDataset& data, int p,
+                            int steps, const nn::TensorParallelGroup& tp,
+                            const torch::Device& device, std::vector<StageSeconds>& stages) {
+  if (tp.size == 1 || !device.is_cpu() || at::get_num_threads() != 1) return;
+  CollectiveTimes collectives;
+  {
+    const BusyProcesses others(tp.rank == 0 ? scenario.cluster.ranks_per_device - tp.size : 0);
+    replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
+                   &collectives, device);
+  }
+  for (const auto& [action, cpu] : collectives.helper_cpu) {
+    StageSeconds& stage = stages.at(action.first);
+    if (action.second == sched::ActionKind::F) stage.tp_forward_cpu = median(cpu);
+    if (action.second == sched::ActionKind::B || action.second == sched::ActionKind::I)
+      stage.tp_backward_cpu = median(cpu);
+  }
+}
+
 // Replaces the stages' figures (with their collectives' parts) by the medians of their actions
 // replayed in the schedule's order on the first replica's pipeline ranks, for the kinds the
 // schedule runs: about options.repeats microbatches of each, after one untimed step; and sets
 // each stage's variation from the same steps (step_variation of their compute, the
-// collectives' seconds taken out).
+// collectives' seconds taken out), and the CPU of the collectives' helper threads
+// (measure_collective_cpu).
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
@@ -93,7 +122,7 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
   const int microbatches = schedule.layout.microbatches;
   const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   for (int p = 0; p < schedule.layout.pp; ++p) {
-    ActionSeconds collectives;
+    CollectiveTimes collectives;
     const ActionSeconds replayed =
         replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
                        &collectives, device);
@@ -103,15 +132,15 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
       switch (action.second) {
         case sched::ActionKind::F:
           stage.forward = value;
-          stage.tp_forward = median(collectives.at(action));
+          stage.tp_forward = median(collectives.seconds.at(action));
           break;
         case sched::ActionKind::B:
           stage.backward = value;
-          stage.tp_backward = median(collectives.at(action));
+          stage.tp_backward = median(collectives.seconds.at(action));
           break;
         case sched::ActionKind::I:
           stage.input_backward = value;
-          stage.tp_backward = median(collectives.at(action));
+          stage.tp_backward = median(collectives.seconds.at(action));
           break;
         case sched::ActionKind::W:
           stage.weight_backward = value;
@@ -128,9 +157,11 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
     // collectives, whose waits vary with the other members.
     ActionSeconds compute = replayed;
     for (auto& [action, seconds] : compute)
-      for (std::size_t i = 0; i < seconds.size(); ++i) seconds[i] -= collectives.at(action)[i];
+      for (std::size_t i = 0; i < seconds.size(); ++i)
+        seconds[i] -= collectives.seconds.at(action)[i];
     for (const auto& [stage, variation] : step_variation(compute, steps))
       stages.at(stage).variation = variation;
+    measure_collective_cpu(scenario, cost, schedule, data, p, steps, tp, device, stages);
   }
 }
 
@@ -263,7 +294,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v14|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v15|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

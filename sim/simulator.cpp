@@ -131,6 +131,16 @@ double measured_tp_seconds(const World& world, const Action& a) {
   return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
 }
 
+// CPU seconds that the helper threads of those collectives ran on the cores, as the profile
+// measured them (StageSeconds::tp_forward_cpu), at most the collectives' seconds.
+double measured_tp_cpu_seconds(const World& world, const Action& a) {
+  const Profile* profile = world.options.profile;
+  if (!profile || a.kind == ActionKind::OPTIM) return 0;
+  const StageSeconds& s = profile->stages.at(a.stage);
+  return std::min(of_kind(a.kind, s.tp_forward_cpu, s.tp_backward_cpu, s.tp_backward_cpu, 0, 0),
+                  measured_tp_seconds(world, a));
+}
+
 // Seconds a pass whose tensor-parallel collectives the profile measured waits in them beyond the
 // profile's figure while `others` processes of its host compute besides its group: each
 // collective waits for the partner member, which first waits for a core, as a rank resuming
@@ -162,9 +172,11 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const auto seconds = known_seconds(world, a);
   const double collectives = share * inner_comm_seconds(world, a);
   // A profiled pass holds its measured collectives: the rank waits in them off the cores, which
-  // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups); and,
-  // with other groups computing as it starts, its partners' waits for a core.
+  // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups), except
+  // for the work of their helper threads, which shares the cores; and, with other groups
+  // computing as it starts, its partners' waits for a core.
   const double measured_collectives = measured_tp_seconds(world, a);
+  const double helper_cpu = measured_tp_cpu_seconds(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
   const double alone = factor * (seconds ? *seconds - measured_collectives
@@ -177,15 +189,18 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
   const double waits =
       measured_collectives > 0
-          ? measured_collectives +
+          ? measured_collectives - helper_cpu +
                 partner_delay_seconds(world, a,
                                       world.computing[host] * world.platform.members_per_host)
           : 0;
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+  const double helper_start = sg4::Engine::get_clock();
+  if (helper_cpu > 0) sg4::this_actor::execute(share * helper_cpu * host->get_speed());
+  const double helper_seconds = sg4::Engine::get_clock() - helper_start;
   --world.computing[host];
   if (waits > 0) sg4::this_actor::sleep_for(share * waits);
-  return collectives + share * waits;
+  return collectives + helper_seconds + share * waits;
 }
 
 sim::Group dp_group(const World& world, int rank, int stage, int step) {
@@ -410,7 +425,10 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
                                   : compute(world, rank, a, factor, 1, slowdown);
         if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
-        if (records_cpu(world)) event.cpu = world.cpu[rank] - cpu_before;
+        if (records_cpu(world)) {
+          event.cpu = world.cpu[rank] - cpu_before;
+          event.comm_cpu = measured_tp_cpu_seconds(world, a);
+        }
       }
     }
     world.events[rank].push_back(event);

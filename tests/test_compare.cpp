@@ -353,12 +353,13 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
 TEST_CASE("compare: CPU time and waiting for a core, where both timelines have them") {
   // Predicted: each compute action on a core for 0.8 of its duration and communicating inside
   // it for 0.1. Measured: the step stretched by 1.25, on a core for 0.9 of each duration and
-  // communicating for 0.05.
+  // communicating for 0.05. The collectives' helper threads on a core for a fifth of that.
   const auto on_cores = [](Events events, double fraction, double comm) {
     for (TimedAction& e : events)
       if (dtwin::sched::is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM) {
         e.cpu = fraction * (e.end - e.start);
         e.exposed_comm = comm * (e.end - e.start);
+        e.comm_cpu = 0.2 * e.exposed_comm;
       }
     return events;
   };
@@ -366,7 +367,10 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
   // The Chrome trace keeps the CPU times.
   const Events read = dtwin::trace::from_chrome_trace(dtwin::trace::to_chrome_trace(predicted, 3));
   REQUIRE(read.size() == predicted.size());
-  for (size_t i = 0; i < read.size(); ++i) CHECK(read[i].cpu == Approx(predicted[i].cpu));
+  for (size_t i = 0; i < read.size(); ++i) {
+    CHECK(read[i].cpu == Approx(predicted[i].cpu));
+    CHECK(read[i].comm_cpu == Approx(predicted[i].comm_cpu));
+  }
 
   Events measured = on_cores(measured_run(predicted, 1.25, 0.0), 0.9, 0.05);
   const Comparison c = compare_timelines(predicted, measured);
@@ -381,6 +385,8 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
     CHECK(k.mean_core_wait_s()->predicted == Approx(0.1 * k.mean_s.predicted));
     CHECK(k.mean_core_wait_s()->measured == Approx(0.05 * k.mean_s.measured));
     CHECK(k.mean_inner_comm_s->relative_error() == Approx(0.1 / (0.05 * 1.25) - 1));
+    CHECK(k.mean_comm_cpu_s->predicted == Approx(0.02 * k.mean_s.predicted));
+    CHECK(k.mean_comm_cpu_s->measured == Approx(0.01 * k.mean_s.measured));
     cpu_error += k.count_per_step * k.mean_cpu_s->error() / 3;
     wait_error += k.count_per_step * k.mean_core_wait_s()->error() / 3;
   }
@@ -397,8 +403,10 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
   CHECK(doc["cores"]["cpu_error_s"].get<double>() == Approx(cpu_error));
   CHECK(doc["kinds"][0]["measured_cpu_mean_s"].get<double>() ==
         Approx(c.kinds[0].mean_cpu_s->measured));
+  CHECK(doc["kinds"][0]["predicted_comm_cpu_mean_s"].get<double>() ==
+        Approx(c.kinds[0].mean_comm_cpu_s->predicted));
   CHECK_THAT(dtwin::trace::to_markdown_report(c, "q"), Catch::Contains("## On the cores"));
-  CHECK_THAT(dtwin::trace::format_compare_table(c, "q"), Catch::Contains("meas_cpu_ms"));
+  CHECK_THAT(dtwin::trace::format_compare_table(c, "q"), Catch::Contains("meas_comm_cpu"));
   CHECK(doc["cores"]["inner_comm_error_s"].get<double>() == Approx(parts.inner_comm_s));
   CHECK_THAT(dtwin::trace::explain_gap(c), Catch::Contains("waiting for a core"));
 

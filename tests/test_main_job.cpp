@@ -154,6 +154,11 @@ TEST_CASE(
   CHECK(s.tp_forward < s.forward);
   CHECK(s.tp_backward > 0);
   CHECK(s.tp_backward < s.backward);
+  // Gloo's threads worked on the cores during the collectives.
+  CHECK(s.tp_forward_cpu > 0);
+  CHECK(s.tp_forward_cpu < s.forward);
+  CHECK(s.tp_backward_cpu > 0);
+  CHECK(s.tp_backward_cpu < s.backward);
 
   // 5 layer projections and the LM head, each in F, I and W, as tp=2 shards of d_model 96.
   REQUIRE(profile.gemms.size() == 18);

@@ -122,6 +122,8 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
               StageSeconds{123.456, 7e-7, 3.5e-7, 3.5e-7, 0}};
   p.stages[1].variation = 1.0 / 11;
   p.stages[1].sync_local = 1.0 / 70;
+  p.stages[0].tp_forward_cpu = 0.01;
+  p.stages[0].tp_backward_cpu = 1.0 / 90;
   p.p2p_latency = 2.5e-5;
   p.p2p_bandwidth = 12.5e9;
   p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
@@ -154,6 +156,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.stages[0].tp_backward = 0; },
         [](Profile& q) { q.stages[1].variation = 0; },
         [](Profile& q) { q.stages[1].sync_local = 0; },
+        [](Profile& q) { q.stages[0].tp_backward_cpu = 0; },
         [](Profile& q) { q.allreduce_ranks = 2; },
         [](Profile& q) { q.concurrency.pop_back(); },
         [](Profile& q) { q.wake_delay.pop_back(); },
@@ -199,7 +202,9 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
           {", optimizer_s", ", variation: -0.1, optimizer_s",
            "stages[0].variation: expected a number >= 0, got '-0.1'"},
           {", optimizer_s", ", sync_local_s: -0.002, optimizer_s",
-           "stages[0].sync_local_s: expected a latency >= 0, got '-0.002'"}}) {
+           "stages[0].sync_local_s: expected a latency >= 0, got '-0.002'"},
+          {", optimizer_s", ", tp_backward_cpu_s: -1ms, optimizer_s",
+           "stages[0].tp_backward_cpu_s: expected a latency >= 0, got '-1ms'"}}) {
       std::string text = kGood;
       text.replace(text.find(from), from.size(), to);
       const auto [path, msg] = error_of("negative_" + from.substr(from.size() - 3), text);

@@ -282,3 +282,30 @@ TEST_CASE("a tensor-parallel pass waits a resume delay per collective while othe
   CHECK(delayed >= plain + 3 * delay - 1e-9);
   CHECK(delayed <= plain + 2 * 4 * 3 * delay + 1e-9);
 }
+
+TEST_CASE("a tensor-parallel pass's collectives take their helper threads' CPU from the cores") {
+  // `dp` replicas of a one-layer, tp = 2 model on one device of one core; the profile measured
+  // 0.1 ms of collectives in each F and B, `helper` seconds of which Gloo's threads computed.
+  const auto step = [](int dp, double helper) {
+    const Scenario scenario = load_scenario(
+        std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+        {"layout.dp=" + std::to_string(dp), "layout.pp=1", "layout.tp=2", "layout.microbatches=4",
+         "model.n_layers=1", "cluster.ranks_per_device=" + std::to_string(2 * dp),
+         "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e18",
+         "cluster.intra_node.latency=0"});
+    return simulate_profiled(scenario, [&](Profile& profile, const CostModel&) {
+      for (StageSeconds& s : profile.stages) {
+        s.tp_forward = s.tp_backward = 1e-4;
+        s.tp_forward_cpu = s.tp_backward_cpu = helper;
+      }
+    })[0];
+  };
+  const double helper = 4e-5;
+  // One group alone: the helper's work is part of the collectives' measured time.
+  CHECK(step(1, helper) == Approx(step(1, 0)).epsilon(1e-9));
+  // Two groups in step on one core: each pass's helper work runs at half speed beside the other
+  // group's, so each of the 4 F and 4 B lasts `helper` longer.
+  CHECK(step(2, helper) == Approx(step(2, 0) + 2 * 4 * helper).epsilon(1e-6));
+  // More CPU than the collectives' time is capped at that time.
+  CHECK(step(1, 1.0) == Approx(step(1, 1e-4)).epsilon(1e-9));
+}

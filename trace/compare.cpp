@@ -206,7 +206,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                        {p.ranks[r].idle_s, m.ranks[r].idle_s}});
 
   // Mean durations per kind and per (rank, action).
-  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, inner_comm;
+  std::map<ActionKind, std::pair<Sum, Sum>> kinds, blocking, cpu, inner_comm, comm_cpu;
   std::map<std::pair<int, std::string>, std::pair<Sum, Sum>> actions;
   for (const bool is_measured : {false, true})
     for (const TimedAction& e : is_measured ? kept : predicted) {
@@ -219,6 +219,7 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
       if (e.cpu > 0) {
         side(cpu).add(e.cpu);
         side(inner_comm).add(e.exposed_comm);
+        side(comm_cpu).add(e.comm_cpu);
       }
       auto& pair = actions[{e.rank, to_string(e.action)}];
       (is_measured ? pair.second : pair.first).add(e.end - e.start);
@@ -239,6 +240,8 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
       k.mean_cpu_s = Figure{on_cores->second.first.mean(), on_cores->second.second.mean()};
       const auto& [p_comm, m_comm] = inner_comm.at(kind);
       k.mean_inner_comm_s = Figure{p_comm.mean(), m_comm.mean()};
+      const auto& [p_comm_cpu, m_comm_cpu] = comm_cpu.at(kind);
+      k.mean_comm_cpu_s = Figure{p_comm_cpu.mean(), m_comm_cpu.mean()};
     }
     c.kinds.push_back(k);
   }

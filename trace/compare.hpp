@@ -31,7 +31,7 @@
 //                           kind's part of gap.busy_s (they sum to it); share = |blocking_error_s|
 //                           / the sum of |blocking_error_s| over kinds
 //                           and, for kinds with mean_cpu_s, predicted_ and measured_ cpu_mean_s,
-//                           core_wait_mean_s and inner_comm_mean_s
+//                           core_wait_mean_s, inner_comm_mean_s and comm_cpu_mean_s
 //   "cores"                 {cpu_error_s, core_wait_error_s, inner_comm_error_s} (core_error_s;
 //                           only when a kind has CPU times)
 //   "top_actions"           the ten (rank, action) with the largest |error_s|: [{rank, action,
@@ -78,9 +78,10 @@ struct KindComparison {
   Figure mean_blocking_s;
   /// Where both timelines carry TimedAction::cpu on every action of the kind (compute on a CPU
   /// device, one thread per rank): the mean seconds one action ran on a core, and the mean
-  /// seconds of communication inside it (exposed_comm: tensor-parallel collectives). Empty
+  /// seconds of communication inside it (exposed_comm: tensor-parallel collectives), and the
+  /// mean CPU seconds its collectives' helper threads ran (TimedAction::comm_cpu). Empty
   /// otherwise.
-  std::optional<Figure> mean_cpu_s, mean_inner_comm_s;
+  std::optional<Figure> mean_cpu_s, mean_inner_comm_s, mean_comm_cpu_s;
   /// The rest of mean_s where mean_cpu_s is known: the mean seconds one action waited for a core.
   std::optional<Figure> mean_core_wait_s() const;
   /// count_per_step x mean_s.error(): the summed duration error of this kind per step.

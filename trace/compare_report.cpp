@@ -178,6 +178,8 @@ std::string to_compare_json(const Comparison& c) {
       kinds.back()["measured_core_wait_mean_s"] = k.mean_core_wait_s()->measured;
       kinds.back()["predicted_inner_comm_mean_s"] = k.mean_inner_comm_s->predicted;
       kinds.back()["measured_inner_comm_mean_s"] = k.mean_inner_comm_s->measured;
+      kinds.back()["predicted_comm_cpu_mean_s"] = k.mean_comm_cpu_s->predicted;
+      kinds.back()["measured_comm_cpu_mean_s"] = k.mean_comm_cpu_s->measured;
     }
   }
   doc["kinds"] = kinds;
@@ -278,19 +280,21 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
     md +=
         "\n## On the cores (ms per action)\n\n"
         "| kind | CPU pred. | CPU meas. | CPU error | wait pred. | wait meas. | inner comm pred. | "
-        "inner comm meas. |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+        "inner comm meas. | its CPU pred. | its CPU meas. |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const KindComparison& k : c.kinds)
       if (k.mean_cpu_s)
         md += "| " + std::string(kind_name(k.kind)) + " | " + ms(k.mean_cpu_s->predicted) + " | " +
               ms(k.mean_cpu_s->measured) + " | " + relative(k.mean_cpu_s->relative_error()) +
               " | " + ms(k.mean_core_wait_s()->predicted) + " | " +
               ms(k.mean_core_wait_s()->measured) + " | " + ms(k.mean_inner_comm_s->predicted) +
-              " | " + ms(k.mean_inner_comm_s->measured) + " |\n";
+              " | " + ms(k.mean_inner_comm_s->measured) + " | " + ms(k.mean_comm_cpu_s->predicted) +
+              " | " + ms(k.mean_comm_cpu_s->measured) + " |\n";
     md +=
         "\nCPU is the time one action ran on a core: measured, its thread's CPU time; predicted, "
         "its time alone on a core. Inner comm is the communication inside it (tensor-parallel "
-        "collectives). Wait is the rest of its duration: time runnable or preempted while other "
+        "collectives), and its CPU the time its helper threads (Gloo's) ran on the cores "
+        "meanwhile. Wait is the rest of its duration: time runnable or preempted while other "
         "ranks held the cores. Per step and rank the CPU time errs by " +
         signed_ms(cores->cpu_s) + " ms, the wait by " + signed_ms(cores->wait_s) +
         " ms and the inner communication by " + signed_ms(cores->inner_comm_s) + " ms.\n";
@@ -356,20 +360,22 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
          signed_ms(c.busy_error_s()) + " + idle " + signed_ms(c.idle_error_s()) + " = " +
          signed_ms(c.step_time_s.error()) + " ms\n";
   if (const auto cores = c.core_error_s()) {
-    out += fmt::format("{:<10} {:>11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11}\n", "on cores",
-                       "pred_cpu_ms", "meas_cpu_ms", "error", "pred_wait", "meas_wait", "pred_comm",
-                       "meas_comm");
+    out += fmt::format("{:<10} {:>11} {:>11} {:>8} {:>11} {:>11} {:>11} {:>11} {:>13} {:>13}\n",
+                       "on cores", "pred_cpu_ms", "meas_cpu_ms", "error", "pred_wait", "meas_wait",
+                       "pred_comm", "meas_comm", "pred_comm_cpu", "meas_comm_cpu");
     for (const KindComparison& k : c.kinds)
       if (k.mean_cpu_s)
         out += fmt::format(
-            "{:<10} {:>11.3f} {:>11.3f} {:>8} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f}\n",
+            "{:<10} {:>11.3f} {:>11.3f} {:>8} {:>11.3f} {:>11.3f} {:>11.3f} {:>11.3f} {:>13.3f} "
+            "{:>13.3f}\n",
             kind_name(k.kind), k.mean_cpu_s->predicted * 1e3, k.mean_cpu_s->measured * 1e3,
             relative(k.mean_cpu_s->relative_error()), k.mean_core_wait_s()->predicted * 1e3,
             k.mean_core_wait_s()->measured * 1e3, k.mean_inner_comm_s->predicted * 1e3,
-            k.mean_inner_comm_s->measured * 1e3);
+            k.mean_inner_comm_s->measured * 1e3, k.mean_comm_cpu_s->predicted * 1e3,
+            k.mean_comm_cpu_s->measured * 1e3);
     out +=
-        "cpu: time on a core (measured: thread CPU time); comm: communication inside; wait: the "
-        "rest; per step and rank, cpu " +
+        "cpu: time on a core (measured: thread CPU time); comm: communication inside, comm_cpu its "
+        "helper threads' time on a core; wait: the rest; per step and rank, cpu " +
         signed_ms(cores->cpu_s) + " + wait " + signed_ms(cores->wait_s) + " + comm " +
         signed_ms(cores->inner_comm_s) + " ms\n";
   }

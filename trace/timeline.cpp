@@ -124,6 +124,7 @@ std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_si
                    e.rank, compute ? 0 : 1, e.start * 1e6, (e.end - e.start) * 1e6, e.action.stage,
                    kind_name(e.action.kind), e.step, e.exposed_comm * 1e6);
     if (e.cpu > 0) fmt::format_to(it, FMT_COMPILE("\"cpu_us\":{},"), e.cpu * 1e6);
+    if (e.comm_cpu > 0) fmt::format_to(it, FMT_COMPILE("\"comm_cpu_us\":{},"), e.comm_cpu * 1e6);
     fmt::format_to(it, FMT_COMPILE("\"microbatch\":"));
     if (has_microbatch(e.action.kind))
       fmt::format_to(it, FMT_COMPILE("{}}}}}"), e.action.microbatch);
@@ -164,6 +165,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
       timed.step = int_at(e.at("args"), "step");
       timed.exposed_comm = e.at("args").value("exposed_comm_us", 0.0) * 1e-6;
       timed.cpu = e.at("args").value("cpu_us", 0.0) * 1e-6;
+      timed.comm_cpu = e.at("args").value("comm_cpu_us", 0.0) * 1e-6;
       events.push_back(timed);
     } catch (const std::exception& error) {
       throw UserError("trace event " + std::to_string(index - 1) + ": " + error.what());

@@ -30,6 +30,12 @@ struct TimedAction {
   /// the action's duration holds beyond it and exposed_comm is time waiting for a core. 0 where
   /// unknown (GPU devices, several threads per rank, communication actions).
   double cpu = 0;
+  /// For compute actions on a CPU device: CPU seconds the rank's other threads ran during the
+  /// tensor-parallel collectives inside it (Gloo's worker and I/O threads), which the other
+  /// ranks of its host lacked meanwhile; part of exposed_comm's time. Measured:
+  /// TensorParallelGroup::collective_helper_cpu_seconds over the action (one thread per rank);
+  /// predicted: the profile's tp_forward_cpu or tp_backward_cpu. 0 where unknown or none.
+  double comm_cpu = 0;
 };
 
 /// Per-rank totals over one step, in seconds and bytes.
@@ -69,10 +75,11 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
 
 /// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
 /// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
-/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us} and cpu_us where
-/// TimedAction::cpu > 0. A compute action with communication inside (tensor-parallel
-/// collectives, offload transfers) also gets one "comm <action>" event (cat "inner_comm") on
-/// tid 1 at the end of its span, as long as that communication took.
+/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}, cpu_us where
+/// TimedAction::cpu > 0 and comm_cpu_us where TimedAction::comm_cpu > 0. A compute action with
+/// communication inside (tensor-parallel collectives, offload transfers) also gets one "comm
+/// <action>" event (cat "inner_comm") on tid 1 at the end of its span, as long as that
+/// communication took.
 std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
 
 /// Parses to_chrome_trace's output back into events (metadata events are skipped).
