@@ -1,40 +1,67 @@
 #!/usr/bin/env bash
 # The GPU acceptance of issue 11, on a machine with one NVIDIA H100 or H200 (the device tool's
-# machines: CUDA 13, PyTorch 2.11, cmake, no package registry). Run from the repository root, one
-# stage per call, logs under $OUT (default out/gpu):
+# machines: CUDA 13, PyTorch 2.11, cmake, no package registry). Run from the repository root,
+# logs under $OUT (default out/gpu). Either this machine's build, carried (as on 2026-11-26):
+#
+#   bash scripts/pack_gpu_run.sh            # here: gpu-pack.tar.xz
+#   bash bench/gpu_acceptance.sh unpack     # there, carrying gpu-pack.tar.xz: build/ and data/
+#
+# or a build there (not yet tried on a GPU machine):
 #
 #   bash scripts/gather_gpu_deps.sh         # here, once: gpu-deps.tar.xz (Debian's libraries)
 #   # on the GPU machine, carrying gpu-deps.tar.xz and data/corpus.txt:
 #   bash bench/gpu_acceptance.sh build      # configure and build build-gpu/ (about 5 min, 16 cores)
+#
+# then, on the same machine (each stage may be its own call while the machine stays warm):
 #   bash bench/gpu_acceptance.sh tests      # the equivalence and bf16 tests on the GPU
 #   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager
 #   bash bench/gpu_acceptance.sh predict    # dtwin run on the three H100 scenarios
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-  build | tests | bench | predict) ;;
+  unpack | build | tests | bench | predict) ;;
   *)
-    echo "usage: bash bench/gpu_acceptance.sh build|tests|bench|predict" >&2
+    echo "usage: bash bench/gpu_acceptance.sh unpack|build|tests|bench|predict" >&2
     exit 2
     ;;
 esac
 out="${OUT:-out/gpu}"
 mkdir -p "$out"
-if [ ! -d gpu-deps/usr ]; then
-  mkdir -p gpu-deps && tar -C gpu-deps -xJf gpu-deps.tar.xz
-fi
-export CMAKE_PREFIX_PATH="$PWD/gpu-deps/usr"
-export LD_LIBRARY_PATH="$PWD/gpu-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
-dtwin=build-gpu/cli/dtwin
+if [ "$1" = unpack ] || [ -f gpu-pack-source-dir ]; then
+  [ -f gpu-pack-source-dir ] || tar -xJf gpu-pack.tar.xz
+  # The binaries name the folder they were built from (CTest files, test data, DTWIN_PYTHON) and
+  # LibTorch's lib folder in their RUNPATH: both are linked to what this machine has.
+  source_dir="$(cat gpu-pack-source-dir)" torch_lib="$(cat gpu-pack-torch-lib)"
+  if [ ! -e "$source_dir" ]; then mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"; fi
+  here_torch_lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+  if [ ! -e "$torch_lib" ]; then mkdir -p "$(dirname "$torch_lib")" && ln -s "$here_torch_lib" "$torch_lib"; fi
+  # DTWIN_PYTHON (source_dir/.venv/bin/python) runs the plots: this machine's python3.
+  if [ ! -e .venv/bin/python ]; then
+    mkdir -p .venv/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > .venv/bin/python
+    chmod +x .venv/bin/python
+  fi
+  cudart="$(find "$(dirname "$(dirname "$here_torch_lib")")/nvidia" -name 'libcudart.so.13*' | head -1)"
+  export LD_LIBRARY_PATH="$PWD/gpu-lib:$(dirname "$cudart"):${LD_LIBRARY_PATH:-}"
+  build_dir=build
+else
+  if [ ! -d gpu-deps/usr ]; then
+    mkdir -p gpu-deps && tar -C gpu-deps -xJf gpu-deps.tar.xz
+  fi
+  export CMAKE_PREFIX_PATH="$PWD/gpu-deps/usr"
+  export LD_LIBRARY_PATH="$PWD/gpu-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  build_dir=build-gpu
+fi
+dtwin="$build_dir/cli/dtwin"
 
 case "$1" in
-  build)
+  unpack | build)
     nvidia-smi | tee "$out/nvidia-smi.txt"
     # A driver older than the wheel's CUDA shows no GPU, and every command would exit 2.
     python3 -c "import torch; print('torch', torch.__version__, 'CUDA', torch.version.cuda,
       'GPUs', torch.cuda.device_count()); assert torch.cuda.is_available()" |
       tee -a "$out/nvidia-smi.txt"
+    [ "$1" = unpack ] && exit 0
     BUILD_DIR=build-gpu bash scripts/build.sh -DDTWIN_PYTHON="$(command -v python3)" \
       -DDTWIN_CUDA=ON 2>&1 | tee "$out/build.log"
     ;;
@@ -42,9 +69,9 @@ case "$1" in
     # Every training of tests/test_train.cpp on the GPU (DTWIN_TEST_DEVICE): the layouts'
     # losses against the single-rank run within 1e-5, and bf16 against fp32 within 1% over 50
     # steps; then the CPU-only tests that touch the GPU code paths.
-    (cd build-gpu && DTWIN_TEST_DEVICE=cuda ctest -j4 --output-on-failure \
+    (cd "$build_dir" && DTWIN_TEST_DEVICE=cuda ctest -j4 --output-on-failure \
       -R "single-rank model|bf16 training" 2>&1) | tee "$out/tests-cuda.log"
-    (cd build-gpu && ctest -j8 --output-on-failure -R "staged|round-robin|H100|bf16 stage" 2>&1) |
+    (cd "$build_dir" && ctest -j8 --output-on-failure -R "staged|round-robin|H100|bf16 stage" 2>&1) |
       tee -a "$out/tests-cuda.log"
     ;;
   bench)

@@ -222,7 +222,7 @@ class Llama(torch.nn.Module):
         for layer in self.layers:
             x = layer(x, self.cos, self.sin)
         logits = self.head(Block.norm(x, self.norm))
-        return F.cross_entropy(logits.float().view(-1, self.V), targets.view(-1))  # fp32 loss
+        return F.cross_entropy(logits.float().reshape(-1, self.V), targets.reshape(-1))  # fp32 loss
 
 
 def pytorch_step_times(c, steps, threads):
