@@ -15,6 +15,8 @@ namespace {
 constexpr double kAdamFlopsPerParam = 12;
 /// Bytes per parameter of the weights that weight averaging moves: the fp32 (master) weights.
 constexpr double kMasterBytesPerParam = 4;
+/// Bytes per element of the logits the loss works on: fp32 at either training precision.
+constexpr double kLossBytesPerElement = 4;
 
 /// The dimensions of one family's layers, as doubles (products overflow int).
 struct Shape {
@@ -278,8 +280,12 @@ CostModel::CostModel(const Scenario& scenario)
       c.forward_flops += head_flops;
       c.input_backward_flops += head_flops;
       c.weight_backward_flops += head_flops;
-      c.activation_bytes += T * V * bpe / t;
-      c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, 2 * T * V * bpe / t);
+      // The loss runs on fp32 logits at either precision (models/stage_module.cpp), as
+      // Megatron-LM's does (Korthikanti et al. 2022 §4.3: 4·s·b·v bytes): it keeps their
+      // log-softmax, and its backward holds two fp32 logit-sized gradients more.
+      c.activation_bytes += T * V * kLossBytesPerElement / t;
+      c.backward_workspace_bytes =
+          std::max(c.backward_workspace_bytes, 2 * T * V * kLossBytesPerElement / t);
       if (l.tp > 1) {  // the head input's gradient sum
         c.tp_input_backward_s += tp_collective;
         ++c.tp_input_backward_collectives;

@@ -101,9 +101,10 @@ struct StageCost {
 ///    (10·s·b·d + 4·s·b·f elements in fp32 without recomputation or tensor parallelism);
 ///  - the first stage adds the embedding output, T·d·bytes_per_element() (/tp with sequence
 ///    parallelism);
-///  - the last stage adds the log-softmax of the logits that the loss keeps,
-///    T·V·bytes_per_element() / tp (vocabulary-parallel head), and while its backward runs the
-///    gradients of the log-softmax and of the logits, 2·T·V·bytes_per_element() / tp more
+///  - the last stage adds the log-softmax of the logits that the loss keeps, T·V·4 / tp bytes
+///    (vocabulary-parallel head; the loss is computed on fp32 logits at either precision, as
+///    Korthikanti et al. 2022 §4.3 count it: 4·s·b·v), and while its backward runs the fp32
+///    gradients of the log-softmax and of the logits, 2·T·V·4 / tp more
 ///    (backward_workspace_bytes).
 ///
 /// Recomputation adds to I the forward work it repeats: the whole layer's F for full, the

@@ -7,6 +7,7 @@
 
 #include "models/llama_layers.hpp"
 #include "models/parallel_memory.hpp"
+#include "models/stage_module.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
 
 using namespace dtwin;
@@ -36,7 +37,38 @@ double formula(double bytes_per_element, Attention core = Attention::Flash) {
   return layer_activation_bytes(shape, Recompute::None, core, bytes_per_element);
 }
 
+// Bytes live after the forward of a stage with only the final norm, the LM head and the loss,
+// computing at `compute` over fp32 weights, minus before: vocabulary 4096, d 64, 2 × 256 tokens.
+double head_forward_bytes(torch::ScalarType compute) {
+  rt::count_cpu_tensor_bytes();
+  ModelSpec spec;
+  spec.family = ModelFamily::Llama;
+  spec.vocab_size = 4096;
+  spec.d_model = 64;
+  spec.n_layers = 1;
+  spec.n_heads = 4;
+  spec.ffn_hidden = 128;
+  spec.seq_len = kS;
+  nn::StageModule head(spec, 0, 0, false, true, 7, torch::kCPU, torch::kFloat32, Recompute::None,
+                       {}, compute);
+  const torch::Tensor x = torch::randn({kB, kS, spec.d_model}).to(compute).requires_grad_(true);
+  const torch::Tensor targets = torch::randint(spec.vocab_size, {kB, kS}, torch::kLong);
+  const double before = static_cast<double>(rt::live_cpu_tensor_bytes());
+  const torch::Tensor loss = head.forward(x, targets);
+  const double kept = static_cast<double>(rt::live_cpu_tensor_bytes()) - before;
+  loss.backward();
+  return kept;
+}
+
 }  // namespace
+
+TEST_CASE("the loss keeps its fp32 log-softmax at either precision, as the cost model counts") {
+  // CostModel's head term: T·V·4 bytes (models/cost_model.hpp). Beside it the final norm and the
+  // head keep b·s·d-sized tensors (under 3% here).
+  const double log_softmax = 4.0 * kB * kS * 4096;
+  CHECK(head_forward_bytes(torch::kFloat32) == Approx(log_softmax).epsilon(0.05));
+  CHECK(head_forward_bytes(torch::kBFloat16) == Approx(log_softmax).epsilon(0.05));
+}
 
 TEST_CASE("a LLaMA layer keeps the activations the formula counts, in fp32 and bf16") {
   // Beside what the formula counts, the forward leaves its output (the next layer's input) and
