@@ -66,6 +66,12 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
               profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
               profile.allreduce_ranks);
+  if (!profile.p2p_concurrency.empty()) {
+    std::printf("p2p slowdown with k transfers at once on one device:");
+    for (size_t k = 0; k < profile.p2p_concurrency.size(); ++k)
+      std::printf(" k=%zu x%.3f", k + 1, profile.p2p_concurrency[k]);
+    std::printf("\n");
+  }
   std::printf("slowdown with k ranks computing at once:");
   for (size_t k = 0; k < profile.concurrency.size(); ++k)
     std::printf(" k=%zu x%.3f", k + 1, profile.concurrency[k]);

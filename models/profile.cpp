@@ -139,6 +139,29 @@ void write_points(YAML::Emitter& out, const std::string& key,
   out << YAML::EndSeq;
 }
 
+// A slowdown curve's point for n >= 1 at once: curve[n-1], and beyond its K points the K's
+// throughput time-sliced among n, curve[K-1] * n / K.
+double slowdown_at(const std::vector<double>& curve, int n, const char* what) {
+  if (curve.empty()) throw std::logic_error(std::string(what) + ": no measured curve");
+  const int measured = static_cast<int>(curve.size());
+  if (n <= measured) return curve[std::max(n, 1) - 1];
+  return curve.back() * n / measured;
+}
+
+// A non-empty list of slowdowns, one per count (Quantity::Count, > 0).
+void read_slowdowns(const Origin& origin, const Field& field, const char* what,
+                    std::vector<double>& out) {
+  for (const Field& f : items(origin, field, what, false))
+    out.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
+}
+
+void write_slowdowns(YAML::Emitter& out, const char* key, const std::vector<double>& curve) {
+  if (curve.empty()) return;
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (double slowdown : curve) out << number(slowdown);
+  out << YAML::EndSeq;
+}
+
 // The point of a non-empty per-busy-count curve for `busy` others: the last one beyond it.
 double at_busy_count(const std::vector<double>& curve, int busy) {
   return curve[std::clamp(busy, 0, static_cast<int>(curve.size()) - 1)];
@@ -185,10 +208,11 @@ double Profile::half_ring_overhead_s_per_byte(const std::vector<AllReducePoint>&
 }
 
 double Profile::concurrency_slowdown(int n) const {
-  if (concurrency.empty()) throw std::logic_error("concurrency_slowdown: no measured curve");
-  const int measured = static_cast<int>(concurrency.size());
-  if (n <= measured) return concurrency[std::max(n, 1) - 1];
-  return concurrency.back() * n / measured;
+  return slowdown_at(concurrency, n, "concurrency_slowdown");
+}
+
+double Profile::p2p_concurrency_slowdown(int n) const {
+  return slowdown_at(p2p_concurrency, n, "p2p_concurrency_slowdown");
 }
 
 double Profile::resume_delay(int busy) const {
@@ -203,6 +227,7 @@ double Profile::late_receive_seconds(int busy) const {
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
+         p2p_concurrency == other.p2p_concurrency &&
          inter_host_latency == other.inter_host_latency &&
          inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
          allgather == other.allgather && reduce_scatter == other.reduce_scatter &&
@@ -222,19 +247,20 @@ Profile load_profile(const std::string& path) {
   p.source = path;
   root.text("machine", true, p.machine);
   root.integer("threads", 1, p.threads);
-  if (const std::optional<Field> curve = root.find("concurrency")) {
-    for (const Field& f :
-         items(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks", false))
-      p.concurrency.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
-  }
+  if (const std::optional<Field> curve = root.find("concurrency"))
+    read_slowdowns(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks",
+                   p.concurrency);
   read_per_busy_count(origin, root, "wake_delay", p.wake_delay);
   read_per_busy_count(origin, root, "late_receive", p.late_receive);
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
   }
-  const Section p2p = root.section("p2p", {"latency", "bandwidth"});
+  const Section p2p = root.section("p2p", {"latency", "bandwidth", "concurrency"});
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
+  if (const std::optional<Field> curve = p2p.find("concurrency"))
+    read_slowdowns(origin, *curve, "a non-empty list of slowdowns, one per count of transfers",
+                   p.p2p_concurrency);
   if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth"})) {
     p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
     p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
@@ -250,11 +276,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::BeginMap;
   out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
   out << YAML::Key << "threads" << YAML::Value << profile.threads;
-  if (!profile.concurrency.empty()) {
-    out << YAML::Key << "concurrency" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (double slowdown : profile.concurrency) out << number(slowdown);
-    out << YAML::EndSeq;
-  }
+  write_slowdowns(out, "concurrency", profile.concurrency);
   write_per_busy_count(out, "wake_delay", profile.wake_delay);
   write_per_busy_count(out, "late_receive", profile.late_receive);
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
@@ -281,6 +303,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "p2p" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
   out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);
+  write_slowdowns(out, "concurrency", profile.p2p_concurrency);
   out << YAML::EndMap;
   if (profile.inter_host_bandwidth > 0) {
     out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;

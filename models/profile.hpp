@@ -21,6 +21,8 @@
 //                                  # variation: the spread of one pass between steps
 //                                  # (StageSeconds::variation)
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
+//                                  # optional in p2p: concurrency: [1, 1.9], the slowdown of one
+//                                  # transfer with k = 1, 2, ... transfers at once on one host
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
 //     - {name: "qkv", m: 256, n: 864, k: 288, seconds: 2.1ms}   # operator (models/gemm_fit.hpp)
@@ -119,6 +121,11 @@ struct Profile {
   std::vector<StageSeconds> stages;  ///< one per stage, in stage order
   double p2p_latency = 0;            ///< seconds
   double p2p_bandwidth = 0;          ///< bytes/s
+  /// Slowdown of one point-to-point transfer between two ranks of one host (a pipeline message
+  /// of p2p's size) while k = 1, 2, ... such transfers run at once between k pairs of its ranks:
+  /// p2p_concurrency[k-1] = seconds with k / seconds alone. Empty: not measured, and the
+  /// simulator shares one p2p_bandwidth among them.
+  std::vector<double> p2p_concurrency;
   /// Measured between the hosts of a multi-host launch (median over host pairs): one-way
   /// seconds of a small message and bytes/s of a large one; 0 when not measured.
   double inter_host_latency = 0;
@@ -161,6 +168,9 @@ struct Profile {
   /// beyond the K measured points concurrency[K-1] * n / K (the K ranks' throughput time-sliced
   /// among n). Throws std::logic_error when concurrency is empty.
   double concurrency_slowdown(int n) const;
+  /// As concurrency_slowdown for `n` >= 1 transfers at once on one host's loopback, from
+  /// p2p_concurrency. Throws std::logic_error when p2p_concurrency is empty.
+  double p2p_concurrency_slowdown(int n) const;
 
   /// Seconds a rank resuming after a wait spends beyond the wait while `busy` >= 0 other ranks
   /// of its host compute: wake_delay[busy] - wake_delay[0] (the last point beyond the curve),

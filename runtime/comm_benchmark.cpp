@@ -145,4 +145,34 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
       runtime.backend, gpus);
 }
 
+std::vector<double> p2p_concurrency(double message_bytes, int pairs, int repeats,
+                                    const RuntimeSpec& runtime) {
+  const bool gpus = runtime.device == RuntimeDevice::Cuda;
+  // seconds[k - 1][i]: pair i's one-way seconds with k pairs at once; each element has one
+  // writer, and run_as_thread_group joins the threads before they are read.
+  std::vector<std::vector<double>> seconds(pairs, std::vector<double>(pairs, 0));
+  run_as_thread_group(
+      2 * pairs, "p2p-concurrency",
+      [&](int rank, const c10::intrusive_ptr<c10d::Backend>& backend) {
+        const torch::Device device = thread_group_device(gpus, rank);
+        const int pair = rank / 2;
+        const bool starts = rank % 2 == 0;
+        for (int k = 1; k <= pairs; ++k) {
+          backend->barrier()->wait();
+          if (pair >= k) continue;
+          const double t =
+              one_way_seconds(*backend, rank ^ 1, starts, message_bytes, repeats, device);
+          if (starts) seconds[k - 1][pair] = t;
+        }
+      },
+      Backend::Gloo, gpus);
+  std::vector<double> slowdown;
+  for (int k = 1; k <= pairs; ++k) {
+    double sum = 0;
+    for (int i = 0; i < k; ++i) sum += seconds[k - 1][i];
+    slowdown.push_back(seconds[0][0] > 0 ? sum / k / seconds[0][0] : 1);
+  }
+  return slowdown;
+}
+
 }  // namespace dtwin::rt

@@ -46,4 +46,14 @@ void measure_communication(Profile& profile, double message_bytes, int allreduce
                            const std::vector<double>& allreduce_bytes, int repeats, bool sharded,
                            const RuntimeSpec& runtime);
 
+/// Slowdown of one point-to-point transfer of `message_bytes` between two ranks of this host
+/// while k = 1 ... `pairs` pairs of its ranks transfer at once (Profile::p2p_concurrency): ranks
+/// as 2·pairs threads of this process over Gloo (run_as_thread_group, on runtime.device, so a
+/// GPU's ranks go through host copies), pair i being ranks 2i and 2i+1. For each k, after a
+/// barrier, the first k pairs each time `repeats` ping-pongs (one_way_seconds) while the others
+/// wait; element k-1 is their mean one-way seconds over pair 0's with k = 1, so element 0 is 1.
+/// `pairs` >= 1.
+std::vector<double> p2p_concurrency(double message_bytes, int pairs, int repeats,
+                                    const RuntimeSpec& runtime);
+
 }  // namespace dtwin::rt

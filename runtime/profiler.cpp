@@ -286,6 +286,16 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats, scenario.layout.zero > 0, scenario.runtime);
+  // Pipeline messages between ranks that share a device go over its loopback: how it serves
+  // several at once, one pair per rank of the device (at most kMaxLoopbackPairs). A pair's two
+  // threads need two cores: with fewer, the ping-pongs would time the scheduler's hand-offs
+  // (which wake_delay and late_receive measure) instead, and the loopback stays one shared link.
+  constexpr int kMaxLoopbackPairs = 8;
+  const int pairs = std::min({scenario.cluster.ranks_per_device, kMaxLoopbackPairs,
+                              static_cast<int>(std::thread::hardware_concurrency()) / 2});
+  if (scenario.layout.pp > 1 && pairs >= 2)
+    profile.p2p_concurrency =
+        p2p_concurrency(cost.boundary_bytes(), pairs, options.repeats, scenario.runtime);
   // The ranks that train next share this process's GPU.
   release_cached_memory(device);
   return profile;
@@ -295,7 +305,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v15|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v16|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

@@ -39,6 +39,14 @@ sg4::NonLinearResourceCb measured_sharing(const Profile& profile, int threads, i
   };
 }
 
+// The capacity of a device's loopback (the ranks that share it sending to each other) while n
+// transfers cross it, so that each gets capacity / slowdown: the profile's p2p_concurrency.
+sg4::NonLinearResourceCb measured_loopback(const Profile& profile) {
+  return [profile](double capacity, int n) {
+    return std::max(n, 1) * capacity / profile.p2p_concurrency_slowdown(std::max(n, 1));
+  };
+}
+
 // One node: a star of its devices behind a router, the node's gateway to the network.
 Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const Profile* profile,
                 Platform& platform) {
@@ -57,9 +65,13 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const 
     sg4::Link* link = duplex(zone, name + "-link", cluster.intra_node);
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                     {{link, sg4::LinkInRoute::Direction::UP}}, true);
+    // Without a measured curve one transfer at a time gets the whole bandwidth (SHARED).
     sg4::Link* loopback = zone->create_link(name + "-loopback", cluster.intra_node.bandwidth)
-                              ->set_latency(cluster.intra_node.latency)
-                              ->seal();
+                              ->set_latency(cluster.intra_node.latency);
+    if (profile && !profile->p2p_concurrency.empty())
+      loopback->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
+                                   measured_loopback(*profile));
+    loopback->seal();
     zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
                     {sg4::LinkInRoute(loopback)}, false);
     platform.devices.push_back(host);

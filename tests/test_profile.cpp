@@ -132,6 +132,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.allgather = {AllReducePoint{1024, 1.0 / 9}, AllReducePoint{3e9, 7}};
   p.reduce_scatter = {AllReducePoint{1 << 20, 0.2}};
   p.concurrency = {1, 1.1044, 5.0 / 3};
+  p.p2p_concurrency = {1, 1.0 / 0.9};
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
   p.gemms = {{"qkv", 256, 864, 288, 1.0 / 3000}, {"lm_head \"wgrad\"", 288, 32000, 256, 2e-3}};
@@ -159,6 +160,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.stages[0].tp_backward_cpu = 0; },
         [](Profile& q) { q.allreduce_ranks = 2; },
         [](Profile& q) { q.concurrency.pop_back(); },
+        [](Profile& q) { q.p2p_concurrency.clear(); },
         [](Profile& q) { q.wake_delay.pop_back(); },
         [](Profile& q) { q.late_receive.pop_back(); },
         [](Profile& q) { q.allgather.pop_back(); },
@@ -273,6 +275,15 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     CHECK(contains(msg, "concurrency[1]: expected a number > 0, got '0'"));
     const auto [path2, msg2] = error_of("empty_curve", kGood + "concurrency: []\n");
     CHECK(contains(msg2, "concurrency: expected a non-empty list of slowdowns"));
+  }
+  SECTION("a loopback curve that is not a list of positive slowdowns") {
+    const std::string p2p = "p2p: {latency: 20us, bandwidth: 2GB/s}";
+    const std::string bad = "p2p: {latency: 20us, bandwidth: 2GB/s, concurrency: [1, -2]}";
+    const auto [path, msg] =
+        error_of("negative_p2p_slowdown", kGood.substr(0, kGood.find(p2p)) + bad +
+                                              kGood.substr(kGood.find(p2p) + p2p.size()));
+    CHECK(contains(msg, path + ":5:"));
+    CHECK(contains(msg, "p2p.concurrency[1]: expected a number > 0, got '-2'"));
   }
   SECTION("a wake delay that is not a list of delays") {
     const auto [path, msg] = error_of("negative_wake_delay", kGood + "wake_delay: [1ms, -1]\n");

@@ -5,6 +5,7 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 
+#include "models/profile.hpp"
 #include "models/scenario_loader.hpp"
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
@@ -31,12 +32,13 @@ Scenario cluster(int nodes, int devices, const std::string& topology = "star") {
        "cluster.inter_node.latency=" + std::to_string(kLatency)});
 }
 
-// Sends `bytes` from rank pairs (from[i] -> to[i]) at once; returns each transfer's seconds.
+// Sends `bytes` from rank pairs (from[i] -> to[i]) at once on the platform of `scenario` (and
+// `profile`, if any); returns each transfer's seconds.
 std::vector<double> transfers(const Scenario& scenario, std::vector<std::pair<int, int>> pairs,
-                              double bytes) {
+                              double bytes, const Profile* profile = nullptr) {
   return test::in_fresh_process([&] {
     auto engine = sim::make_engine();
-    const sim::Platform platform = sim::build_platform(scenario);
+    const sim::Platform platform = sim::build_platform(scenario, profile);
     std::vector<double> seconds(pairs.size());
     for (size_t i = 0; i < pairs.size(); ++i) {
       auto [from, to] = pairs[i];
@@ -91,6 +93,25 @@ TEST_CASE("two flows sharing one link each get half its bandwidth") {
   // Devices 0 and 1 of node 0 send to devices 0 and 1 of node 1: both cross node 0's link.
   const std::vector<double> seconds = transfers(cluster(2, 2), {{0, 2}, {1, 3}}, bytes);
   for (double s : seconds) CHECK(s == Approx(kLatency + bytes / (kBandwidth / 2)).epsilon(0.005));
+}
+
+TEST_CASE("transfers between the ranks of one device share its loopback as profiled") {
+  // Four ranks on one device whose loopback carries 1 GB/s; transfers of 10 MB.
+  const Scenario scenario =
+      load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+                    {"layout.pp=1", "layout.dp=4", "cluster.nodes=1", "cluster.devices_per_node=1",
+                     "cluster.ranks_per_device=4", "cluster.intra_node.bandwidth=1e9",
+                     "cluster.intra_node.latency=0"});
+  const std::vector<std::pair<int, int>> two{{0, 1}, {2, 3}}, four{{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  CHECK(transfers(scenario, {{0, 1}}, 1e7)[0] == Approx(0.01));
+  // Not measured: one link, shared fairly.
+  for (double seconds : transfers(scenario, two, 1e7)) CHECK(seconds == Approx(0.02));
+  // Measured: each of two at once takes 1.25 times its time alone; beyond the curve, the last
+  // point's throughput is time-sliced (1.25 x 4/2 at k = 4).
+  Profile profile;
+  profile.p2p_concurrency = {1, 1.25};
+  for (double seconds : transfers(scenario, two, 1e7, &profile)) CHECK(seconds == Approx(0.0125));
+  for (double seconds : transfers(scenario, four, 1e7, &profile)) CHECK(seconds == Approx(0.025));
 }
 
 TEST_CASE("ring all-reduce on a star matches 2(N-1)(α + S/(N·B))") {
