@@ -16,8 +16,8 @@ namespace {
 // The child's whole life: only async-signal-safe calls, as a fork of a threaded process must.
 [[noreturn]] void spin() {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  for (volatile unsigned long turns = 0;; turns = turns + 1) {
-  }
+  volatile unsigned long turns = 0;
+  for (;;) turns = turns + 1;
 }
 
 }  // namespace

@@ -122,23 +122,19 @@ double inner_comm_seconds(const World& world, const Action& a) {
                  input_backward + s.host_pass_s, 0, s.host_optimizer_s);
 }
 
-// Seconds of a compute action's tensor-parallel collectives that the profile measured inside its
-// seconds (0 without a profile or tensor parallelism).
-double measured_tp_seconds(const World& world, const Action& a) {
+// A compute action's tensor-parallel collectives as the profile measured them inside its seconds
+// (zeros without a profile or tensor parallelism): their seconds, and the CPU seconds their
+// helper threads ran on the cores (StageSeconds::tp_forward_cpu), at most those seconds.
+struct MeasuredCollectives {
+  double seconds = 0, helper_cpu = 0;
+};
+MeasuredCollectives measured_tp(const World& world, const Action& a) {
   const Profile* profile = world.options.profile;
-  if (!profile || a.kind == ActionKind::OPTIM) return 0;
+  if (!profile || a.kind == ActionKind::OPTIM) return {};
   const StageSeconds& s = profile->stages.at(a.stage);
-  return of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
-}
-
-// CPU seconds that the helper threads of those collectives ran on the cores, as the profile
-// measured them (StageSeconds::tp_forward_cpu), at most the collectives' seconds.
-double measured_tp_cpu_seconds(const World& world, const Action& a) {
-  const Profile* profile = world.options.profile;
-  if (!profile || a.kind == ActionKind::OPTIM) return 0;
-  const StageSeconds& s = profile->stages.at(a.stage);
-  return std::min(of_kind(a.kind, s.tp_forward_cpu, s.tp_backward_cpu, s.tp_backward_cpu, 0, 0),
-                  measured_tp_seconds(world, a));
+  const double seconds = of_kind(a.kind, s.tp_forward, s.tp_backward, s.tp_backward, 0, 0);
+  const double cpu = of_kind(a.kind, s.tp_forward_cpu, s.tp_backward_cpu, s.tp_backward_cpu, 0, 0);
+  return {seconds, std::min(cpu, seconds)};
 }
 
 // Seconds a pass whose tensor-parallel collectives the profile measured waits in them beyond the
@@ -175,8 +171,7 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   // the ranks computing meanwhile take (with tp > 1 on a shared CPU, the other groups), except
   // for the work of their helper threads, which shares the cores; and, with other groups
   // computing as it starts, its partners' waits for a core.
-  const double measured_collectives = measured_tp_seconds(world, a);
-  const double helper_cpu = measured_tp_cpu_seconds(world, a);
+  const auto [measured_collectives, helper_cpu] = measured_tp(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
   const double alone = factor * (seconds ? *seconds - measured_collectives
@@ -427,7 +422,7 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         event.end = sg4::Engine::get_clock();
         if (records_cpu(world)) {
           event.cpu = world.cpu[rank] - cpu_before;
-          event.comm_cpu = measured_tp_cpu_seconds(world, a);
+          event.comm_cpu = measured_tp(world, a).helper_cpu;
         }
       }
     }
