@@ -53,10 +53,8 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     const std::string pipeline = "pipeline/" + std::to_string(replica) + member;
     for (const char* channel : {"F-down", "F-up", "B-down", "B-up"})
-      pipeline_channels_.push_back(backend == Backend::Nccl || pipeline_channels_.empty()
-                                       ? make_group(backend, store_, pipeline + "/" + channel,
-                                                    stage_rank, layout.pp, timeout_s, bind)
-                                       : pipeline_channels_.front());
+      pipeline_channels_.push_back(make_group(backend, store_, pipeline + "/" + channel, stage_rank,
+                                              layout.pp, timeout_s, bind));
     data_parallel_ = make_group(backend, store_, "dp/" + std::to_string(stage_rank) + member,
                                 replica, layout.dp, timeout_s, bind);
     if (layout.tp > 1)

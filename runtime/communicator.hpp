@@ -41,12 +41,15 @@ class Communicator {
   const torch::Device& device() const { return device_; }
   c10d::Backend& world() { return *world_; }
   /// The pipeline group that carries a transfer: activations (`gradients` false) or gradients,
-  /// from a lower to a higher pipeline rank (`upward`) or back. Over Gloo, which matches
-  /// messages by tag, one group carries all four; over NCCL, which matches a pair's messages in
-  /// posting order on one stream, each has a group of its own, so that a pair's transfers of
-  /// one channel never wait behind another's (Megatron-LM posts them in pairs,
-  /// batch_isend_irecv, for the same reason). The schedule must then receive each channel's
-  /// messages in the order they are sent (sched::out_of_order_transfer).
+  /// from a lower to a higher pipeline rank (`upward`) or back. Each of the four has a group of
+  /// its own, so that a pair's transfers of one channel never wait behind another's:
+  /// - over NCCL, which matches a pair's messages in posting order on one stream (Megatron-LM
+  ///   posts them in pairs, batch_isend_irecv, for the same reason); the schedule must then
+  ///   receive each channel's messages in the order they are sent (sched::out_of_order_transfer);
+  /// - over Gloo, whose pair of ranks writes everything onto one TCP connection in posting
+  ///   order, and whose receive first sends the sender a ready notice (its rendezvous): with one
+  ///   group, a rank's notice for an activation waited behind its own gradient going the other
+  ///   way, so the activation crossed only after the gradient had (tests/test_pipeline_channels).
   c10d::Backend& pipeline_channel(bool gradients, bool upward) {
     return *pipeline_channels_.at(2 * static_cast<std::size_t>(gradients) + upward);
   }
@@ -95,7 +98,7 @@ class Communicator {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
   c10::intrusive_ptr<c10d::Backend> world_;
-  /// The pipeline groups by 2 * gradients + upward (four times the same one over Gloo).
+  /// The pipeline groups by 2 * gradients + upward.
   std::vector<c10::intrusive_ptr<c10d::Backend>> pipeline_channels_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
   c10::intrusive_ptr<c10d::Backend> tensor_parallel_;
