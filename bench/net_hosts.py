@@ -2,6 +2,7 @@
 through a bridge by veth pairs, each link shaped by tc's token bucket filter, as
 tests/net_hosts.hpp makes them for the tests. Needs root."""
 import os
+import re
 import subprocess
 
 
@@ -24,10 +25,13 @@ class NetHosts:
         return f"10.77.0.{i + 1}"
 
     def _shape(self, netns, device):
-        # Burst 128 KB: 1 ms at 1 Gbit/s and two 64 KiB GSO segments, so the shaper reaches
-        # the rate.
+        # The burst of a wire, as tests/net_hosts.hpp gives it: 1 ms at the rate, at least two
+        # full frames.
+        number, unit = re.fullmatch(r"([0-9.]+)([kmg]bit)", self.rate).groups()
+        bits = float(number) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
+        burst = max(3028, int(bits / 8 / 1000))
         _sh(f"tc -n {netns} qdisc add dev {device} root tbf rate {self.rate} "
-            "burst 128kb latency 100ms")
+            f"burst {burst} latency 100ms")
 
     def __enter__(self):
         try:

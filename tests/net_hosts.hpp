@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -61,11 +62,23 @@ class NetHosts {
                                std::to_string(result.exit_code) + "): " + result.output);
   }
 
-  // A token bucket of `rate` on the egress of `device`. Its burst, 128 KB, is 1 ms at 1 Gbit/s
-  // and two 64 KiB GSO segments, so that the shaper reaches the rate.
+  // A token bucket of `rate` on the egress of `device`, with the burst of a wire: 1 ms at the
+  // rate (tbf splits larger GSO segments), at least two full frames. A larger bucket lets an
+  // idle link's next message through faster than its rate: 128 KB, 10 ms at 100 Mbit/s, made a
+  // 295 KB message cross in 15 ms instead of the rate's 24.
   static void shape(const std::string& netns, const std::string& device, const std::string& rate) {
-    sh("tc -n " + netns + " qdisc add dev " + device + " root tbf rate " + rate +
-       " burst 128kb latency 100ms");
+    sh("tc -n " + netns + " qdisc add dev " + device + " root tbf rate " + rate + " burst " +
+       std::to_string(wire_burst_bytes(rate)) + " latency 100ms");
+  }
+
+  // The bytes a link of `rate` ("100mbit", "1gbit", "500kbit") sends in 1 ms, at least 3028.
+  static long wire_burst_bytes(const std::string& rate) {
+    std::size_t digits = 0;
+    const double number = std::stod(rate, &digits);
+    const std::string unit = rate.substr(digits);
+    const double scale = unit == "kbit" ? 1e3 : unit == "mbit" ? 1e6 : unit == "gbit" ? 1e9 : 0;
+    if (scale == 0) throw std::runtime_error("test hosts: rate '" + rate + "' is not N[kmg]bit");
+    return std::max(3028L, static_cast<long>(number * scale / 8 / 1000));
   }
 
   void remove() noexcept {
