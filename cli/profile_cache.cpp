@@ -76,6 +76,12 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   for (size_t k = 0; k < profile.concurrency.size(); ++k)
     std::printf(" k=%zu x%.3f", k + 1, profile.concurrency[k]);
   std::printf("\n");
+  if (!profile.concurrency_variation.empty()) {
+    std::printf("variation of one F or B with k ranks computing at once:");
+    for (size_t k = 0; k < profile.concurrency_variation.size(); ++k)
+      std::printf(" k=%zu %.3f", k + 1, profile.concurrency_variation[k]);
+    std::printf("\n");
+  }
   print_per_busy_count("wake delay after a 1 ms nap", profile.wake_delay);
   print_per_busy_count("late receive of one pipeline message", profile.late_receive);
   report_gemms(scenario, profile, target);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
@@ -215,6 +216,12 @@ double Profile::p2p_concurrency_slowdown(int n) const {
   return slowdown_at(p2p_concurrency, n, "p2p_concurrency_slowdown");
 }
 
+double Profile::concurrency_log_variance(int n) const {
+  if (concurrency_variation.empty()) return 0;
+  const double v = at_busy_count(concurrency_variation, n - 1);
+  return std::log1p(v * v);
+}
+
 double Profile::resume_delay(int busy) const {
   if (wake_delay.empty()) return 0;
   return std::max(0.0, at_busy_count(wake_delay, busy) - wake_delay.front());
@@ -233,16 +240,17 @@ bool Profile::operator==(const Profile& other) const {
          allgather == other.allgather && reduce_scatter == other.reduce_scatter &&
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
-         concurrency == other.concurrency && wake_delay == other.wake_delay &&
-         late_receive == other.late_receive && gemms == other.gemms;
+         concurrency == other.concurrency && concurrency_variation == other.concurrency_variation &&
+         wake_delay == other.wake_delay && late_receive == other.late_receive &&
+         gemms == other.gemms;
 }
 
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
   const Section root(origin, Field{doc, "", doc.Mark()},
-                     {"machine", "threads", "concurrency", "wake_delay", "late_receive", "stages",
-                      "p2p", "inter_host", "allreduce", "gemms"});
+                     {"machine", "threads", "concurrency", "concurrency_variation", "wake_delay",
+                      "late_receive", "stages", "p2p", "inter_host", "allreduce", "gemms"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -250,6 +258,12 @@ Profile load_profile(const std::string& path) {
   if (const std::optional<Field> curve = root.find("concurrency"))
     read_slowdowns(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks",
                    p.concurrency);
+  if (const std::optional<Field> curve = root.find("concurrency_variation"))
+    for (const Field& f : items(origin, *curve,
+                                "a non-empty list of coefficients of variation, one per count of "
+                                "busy ranks",
+                                false))
+      p.concurrency_variation.push_back(detail::to_quantity(origin, f, Quantity::Count, false));
   read_per_busy_count(origin, root, "wake_delay", p.wake_delay);
   read_per_busy_count(origin, root, "late_receive", p.late_receive);
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
@@ -277,6 +291,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
   out << YAML::Key << "threads" << YAML::Value << profile.threads;
   write_slowdowns(out, "concurrency", profile.concurrency);
+  write_slowdowns(out, "concurrency_variation", profile.concurrency_variation);
   write_per_busy_count(out, "wake_delay", profile.wake_delay);
   write_per_busy_count(out, "late_receive", profile.late_receive);
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;

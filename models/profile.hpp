@@ -8,6 +8,8 @@
 //   machine: "host-x gloo cpu"     # free text (optional, default "")
 //   threads: 1                     # intra-op threads per rank when measuring (optional, >= 1)
 //   concurrency: [1, 1.08, 1.62]   # slowdown with k = 1, 2, ... ranks busy at once (optional)
+//   concurrency_variation: [0.02, 0.03, 0.12]   # CV of one F or B with k = 1, 2, ... ranks
+//                                  # busy at once (optional)
 //   wake_delay: [50us, 0.4ms, 4ms] # a computing rank's wait for a core after a short wait, with
 //                                  # j = 0, 1, ... other ranks computing (optional)
 //   late_receive: [0.3ms, 2ms]     # a receive posted after its send, right after computing,
@@ -106,6 +108,13 @@ struct Profile {
   /// with k real processes (time-slicing of the cores, shared caches and memory bandwidth).
   /// Empty: not measured, and the simulator shares the host's cores fairly.
   std::vector<double> concurrency;
+  /// Coefficient of variation (dimensionless) of one F or B of a rank about its mean over a
+  /// second or so while k = 1, 2, ... ranks of its host compute at once:
+  /// concurrency_variation[k-1], measured with the processes of `concurrency`. Time-slicing spreads
+  /// the passes of ranks sharing cores (a rank left alone on a core for a while runs at its own
+  /// speed, the others slower): a spread the fair sharing of the simulator's cores lacks. Empty:
+  /// not measured.
+  std::vector<double> concurrency_variation;
   /// Mean seconds a rank that computes waits for a core when it wakes from a short wait (1 ms),
   /// while j = 0, 1, ... other processes of its host compute: wake_delay[j]. Measured with
   /// processes (the scheduler holds back a thread that used more than its share of the
@@ -171,6 +180,10 @@ struct Profile {
   /// As concurrency_slowdown for `n` >= 1 transfers at once on one host's loopback, from
   /// p2p_concurrency. Throws std::logic_error when p2p_concurrency is empty.
   double p2p_concurrency_slowdown(int n) const;
+
+  /// The log variance, ln(1 + v^2), of concurrency_variation's v for `n` >= 1 ranks computing at
+  /// once (its last point beyond the curve); 0 without the curve.
+  double concurrency_log_variance(int n) const;
 
   /// Seconds a rank resuming after a wait spends beyond the wait while `busy` >= 0 other ranks
   /// of its host compute: wake_delay[busy] - wake_delay[0] (the last point beyond the curve),

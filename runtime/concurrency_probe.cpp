@@ -25,6 +25,7 @@
 #include "runtime/rank_device.hpp"
 #include "runtime/spawn_self.hpp"
 #include "runtime/stage_run.hpp"
+#include "runtime/step_variation.hpp"
 #include "runtime/threads.hpp"
 
 namespace dtwin::rt {
@@ -99,6 +100,13 @@ std::string read_line(Probe& probe) {
   throw std::runtime_error(fmt::format("compute probe of rank {} closed its output", probe.rank));
 }
 
+// What a probe reports of a measurement: seconds per pass (or per wake-up) and, for "go", the
+// log-seconds' squares of its F and B about their means in the window.
+struct Reading {
+  double seconds = 0;
+  LogSquares squares;
+};
+
 // The probes, started once and reused for every measurement; killed if still running at the end.
 class Probes {
  public:
@@ -134,22 +142,15 @@ class Probes {
   // (per pass for "go", per wake-up for "wake").
   std::vector<double> collect(const std::vector<int>& which) {
     std::vector<double> out;
-    for (int i : which) {
-      int passes = 0;
-      double seconds = 0;
-      const std::string line = read_line(probes_[i]);
-      if (std::sscanf(line.c_str(), "%d %lf", &passes, &seconds) != 2 || passes < 1)
-        throw std::runtime_error(
-            fmt::format("compute probe of rank {} wrote '{}'", probes_[i].rank, line));
-      out.push_back(seconds / passes);
-    }
+    for (const Reading& r : read(which)) out.push_back(r.seconds);
     return out;
   }
 
-  // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass.
-  std::vector<double> seconds_per_pass(const std::vector<int>& which, double window_s) {
+  // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass and
+  // the spread of its F and B in the window.
+  std::vector<Reading> passes(const std::vector<int>& which, double window_s) {
     start(which, window_s);
-    return collect(which);
+    return read(which);
   }
 
   // Ends every probe; throws if one failed.
@@ -158,6 +159,25 @@ class Probes {
   }
 
  private:
+  // The started probes' reports "COUNT SECONDS [SQUARES DF]", SECONDS over COUNT.
+  std::vector<Reading> read(const std::vector<int>& which) {
+    std::vector<Reading> out;
+    for (int i : which) {
+      int count = 0;
+      Reading r;
+      const std::string line = read_line(probes_[i]);
+      const int fields = std::sscanf(line.c_str(), "%d %lf %lf %d", &count, &r.seconds,
+                                     &r.squares.sum, &r.squares.df);
+      if (fields < 2 || count < 1 || (fields == 4 && r.squares.df < 0))
+        throw std::runtime_error(
+            fmt::format("compute probe of rank {} wrote '{}'", probes_[i].rank, line));
+      if (fields != 4) r.squares = {};
+      r.seconds /= count;
+      out.push_back(r);
+    }
+    return out;
+  }
+
   std::vector<Probe> probes_;
 };
 
@@ -180,6 +200,21 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
   const auto pass = [&] {
     for (const auto& run : runs) run->backward(run->forward());
     synchronize(device);  // a pass ends when the device ran it
+  };
+  // A pass with each F's and B's seconds, keyed 2 x (the run's index) + (0 for F, 1 for B); on a
+  // GPU the pass is not split, as a synchronisation between F and B would change it.
+  const bool split = device.is_cpu();
+  const auto timed_pass = [&](std::map<int, std::vector<double>>& seconds) {
+    if (!split) return pass();
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const double start = wall_seconds();
+      torch::Tensor out = runs[i]->forward();
+      const double forward_end = wall_seconds();
+      runs[i]->backward(out);
+      const int key = 2 * static_cast<int>(i);
+      seconds[key].push_back(forward_end - start);
+      seconds[key + 1].push_back(wall_seconds() - forward_end);
+    }
   };
   const auto forwards = [&] {
     for (const auto& run : runs) run->forward();
@@ -228,15 +263,21 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
     const double start = wall_seconds();
     int passes = 0;
     double last_in_window = 0;
+    std::map<int, std::vector<double>> in_window;  // timed_pass's seconds of the passes counted
     for (double now = start; now < start + window_s + kBusyMargin;) {
-      pass();
+      std::map<int, std::vector<double>> seconds;
+      timed_pass(seconds);
       now = wall_seconds();
       if (now - start <= window_s) {
         ++passes;
         last_in_window = now - start;
+        for (const auto& [key, values] : seconds)
+          in_window[key].insert(in_window[key].end(), values.begin(), values.end());
       }
     }
-    std::cout << "probe " << passes << " " << fmt::format("{}", last_in_window) << std::endl;
+    const LogSquares squares = within_group_log_squares(in_window);
+    std::cout << "probe " << passes << " "
+              << fmt::format("{} {} {}", last_in_window, squares.sum, squares.df) << std::endl;
   }
   return 0;
 }
@@ -253,7 +294,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
                                        const std::vector<StageSeconds>& stages,
                                        const std::vector<std::string>& probe_command) {
   const int ranks = scenario.cluster.ranks_per_device;
-  if (ranks < 2) return {{1}, {}, {}};
+  if (ranks < 2) return {{1}, {}, {}, {}};
   // A pass runs F and B of each of the rank's stages; ranks of one pipeline rank share a pass.
   const auto pipeline_rank = [&](int rank) {
     return rank / scenario.layout.tp / scenario.layout.dp;
@@ -269,22 +310,32 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
   Probes probes(probe_command, ranks, store->getPort());
   // rounds[k - 2][r]: round r's slowdown with k probes busy
   std::vector<std::vector<double>> rounds(ranks - 1);
+  std::vector<LogSquares> spread(ranks);  // [k - 1]: the F and B spread with k busy, pooled
   for (int r = 0; r < kRounds; ++r) {
     std::map<int, double> alone;  // pipeline rank -> seconds per pass alone
     for (int p = 0; p < ranks; ++p)
-      if (!alone.contains(pipeline_rank(p)))  // probe p alone; the others wait
-        alone[pipeline_rank(p)] = probes.seconds_per_pass({p}, window_s).front();
+      if (!alone.contains(pipeline_rank(p))) {  // probe p alone; the others wait
+        const Reading reading = probes.passes({p}, window_s).front();
+        alone[pipeline_rank(p)] = reading.seconds;
+        spread[0] += reading.squares;
+      }
     std::vector<int> busy{0};
     for (int k = 2; k <= ranks; ++k) {
       busy.push_back(k - 1);
-      const std::vector<double> seconds = probes.seconds_per_pass(busy, window_s);
+      const std::vector<Reading> readings = probes.passes(busy, window_s);
       double sum = 0;
-      for (int p = 0; p < k; ++p) sum += seconds[p] / alone.at(pipeline_rank(p));
+      for (int p = 0; p < k; ++p) {
+        sum += readings[p].seconds / alone.at(pipeline_rank(p));
+        spread[k - 1] += readings[p].squares;
+      }
       rounds[k - 2].push_back(sum / k);
     }
   }
-  ConcurrencyFigures figures{{1}, {}, {}};
+  ConcurrencyFigures figures{{1}, {}, {}, {}};
   for (const std::vector<double>& slowdowns : rounds) figures.slowdown.push_back(median(slowdowns));
+  if (std::ranges::all_of(spread, [](const LogSquares& s) { return s.df > 0; }))
+    for (const LogSquares& s : spread)
+      figures.variation.push_back(lognormal_variation(s.sum / s.df));
   // Probe 0 computes and naps while probes 1 .. j compute.
   std::vector<int> others;
   for (int j = 0; j < ranks; ++j) {

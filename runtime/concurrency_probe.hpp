@@ -20,10 +20,11 @@ std::vector<int> stages_of_rank(const Scenario& scenario, int rank);
 /// pass (F then B of each stage) twice and writes "probe ready\n" to stdout. Then, for each
 /// line "go SECONDS" on stdin, it runs passes back to back until one ends SECONDS + 0.05 s after
 /// the start, so that it stays busy while the other probes measure, and writes
-/// "probe PASSES LAST\n": the passes that ended within SECONDS and when the last of them
-/// ended, in seconds since the start. For "wake SECONDS" it runs, for SECONDS, passes each
-/// followed by a 1 ms sleep, and writes "probe NAPS LATE\n": the sleeps and the seconds it woke
-/// after their ends, summed. Probes 0 and 1 pair over Gloo through the store at
+/// "probe PASSES LAST SQUARES DF\n": the passes that ended within SECONDS, when the last of them
+/// ended, in seconds since the start, and the LogSquares of their F and B seconds, grouped by
+/// stage and kind (on a GPU, where a pass is not split, 0 0). For "wake SECONDS" it runs, for
+/// SECONDS, passes each followed by a 1 ms sleep, and writes "probe NAPS LATE\n": the sleeps and
+/// the seconds it woke after their ends, summed. Probes 0 and 1 pair over Gloo through the store at
 /// 127.0.0.1:`store_port` on their first "send N C" or "recv N": probe 1 sends N pipeline
 /// messages (CostModel::boundary_bytes), running a pass after posting each when C is 1, and
 /// writes "probe N 0"; probe 0 runs its forwards and then receives each, and writes
@@ -37,13 +38,17 @@ struct ConcurrencyFigures {
   std::vector<double> slowdown;      ///< Profile::concurrency
   std::vector<double> wake_delay;    ///< Profile::wake_delay
   std::vector<double> late_receive;  ///< Profile::late_receive
+  std::vector<double> variation;     ///< Profile::concurrency_variation
 };
 
 /// Measures Profile::concurrency for k = 1 ... cluster.ranks_per_device with one probe process
 /// per rank of the device (ranks 0 .. k-1), started once: in each of 3 rounds, every pipeline
 /// rank's probe alone, then probes 0 .. k-1 at once; a round's slowdown for k is the mean over
 /// the k probes of their seconds per pass over their pass alone, and the curve keeps the median
-/// round; 1 for k = 1, and [1] without a second rank. Each measurement lasts 8 x the slowest
+/// round; 1 for k = 1, and [1] without a second rank. Profile::concurrency_variation: the
+/// coefficient of variation of one F or B about its mean in a measuring window, its log
+/// variance pooled over the windows with k probes busy (the windows alone for k = 1) and the
+/// probes; empty without a second rank or on a GPU. Each measurement lasts 8 x the slowest
 /// rank's pass in `stages`' F + B, at least 1 s and at most 3 s. Then Profile::wake_delay: probe
 /// 0's mean lateness after its 1 ms sleeps ("wake") while probes 1 .. j compute, j = 0 ...
 /// ranks_per_device - 1 (empty without a second rank). Then Profile::late_receive: probe 0's

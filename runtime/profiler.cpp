@@ -281,6 +281,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     ConcurrencyFigures figures =
         measure_concurrency(scenario, profile.stages, options.probe_command);
     profile.concurrency = std::move(figures.slowdown);
+    profile.concurrency_variation = std::move(figures.variation);
     profile.wake_delay = std::move(figures.wake_delay);
     profile.late_receive = std::move(figures.late_receive);
   }
@@ -305,7 +306,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v16|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v17|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

@@ -51,9 +51,25 @@ std::map<int, double> step_variation(const ActionSeconds& replayed, int steps) {
   for (const auto& [stage, sum_count] : squares) {
     const auto [sum, count] = sum_count;
     const double sigma2 = sum * m / (count * (m - 1) * (steps - 1));
-    variation[stage] = std::sqrt(std::expm1(sigma2));
+    variation[stage] = lognormal_variation(sigma2);
   }
   return variation;
+}
+
+LogSquares within_group_log_squares(const std::map<int, std::vector<double>>& seconds) {
+  LogSquares squares;
+  for (const auto& [group, values] : seconds) {
+    if (values.size() < 2) continue;
+    double mean = 0;
+    for (double v : values) mean += std::log(v) / static_cast<double>(values.size());
+    for (double v : values) squares.sum += (std::log(v) - mean) * (std::log(v) - mean);
+    squares.df += static_cast<int>(values.size()) - 1;
+  }
+  return squares;
+}
+
+double lognormal_variation(double sigma2) {
+  return sigma2 > 0 ? std::sqrt(std::expm1(sigma2)) : 0;
 }
 
 }  // namespace dtwin::rt

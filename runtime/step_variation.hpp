@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "runtime/compute_replay.hpp"
 
@@ -19,5 +20,25 @@ namespace dtwin::rt {
 /// stage -> variation for the stages with such actions; empty with fewer than 2 steps or 2
 /// rows, or any non-positive seconds.
 std::map<int, double> step_variation(const ActionSeconds& replayed, int steps);
+
+/// Squared deviations of log-seconds from their group's mean, summed over groups, with their
+/// degrees of freedom (values less groups): a pooled estimate of the log variance is sum / df.
+struct LogSquares {
+  double sum = 0;
+  int df = 0;
+  LogSquares& operator+=(const LogSquares& other) {
+    sum += other.sum;
+    df += other.df;
+    return *this;
+  }
+};
+
+/// The LogSquares of `seconds`, groups of measured seconds (each > 0, e.g. one group per action
+/// kind of a stage); a group of one value adds nothing.
+LogSquares within_group_log_squares(const std::map<int, std::vector<double>>& seconds);
+
+/// The coefficient of variation of a log-normal whose log variance is `sigma2`,
+/// sqrt(exp(sigma2) - 1) (dimensionless); 0 for sigma2 <= 0.
+double lognormal_variation(double sigma2);
 
 }  // namespace dtwin::rt

@@ -76,6 +76,25 @@ double variation_factor(World& world, int rank, const Action& a) {
   return std::exp(normal(world.random[rank]));
 }
 
+// The weight of this instance of compute action `a` on `rank` in sharing its host's cores
+// (SimGrid's priority: max-min shares a resource in proportion to it): with several steps, a
+// log-normal draw of median 1 whose log variance is what sharing the cores adds to the spread
+// of an F or B while n ranks of the host compute, n counting those computing as it starts and
+// itself: Profile::concurrency_log_variance at n x members less at the members alone; else, and
+// for OPTIM, 1. The scheduler's unequal shares give one rank what they take from another, so
+// the draw is a weight, not a longer or shorter pass, and a rank alone is not slowed.
+double sharing_weight(World& world, int rank, const Action& a) {
+  const Profile* profile = world.options.profile;
+  if (world.options.steps <= 1 || !profile || a.kind == ActionKind::OPTIM) return 1;
+  const int members = world.platform.members_per_host;
+  const int busy = world.computing[world.platform.rank_hosts[rank]] + 1;
+  const double sigma2 = profile->concurrency_log_variance(busy * members) -
+                        profile->concurrency_log_variance(members);
+  if (sigma2 <= 0) return 1;
+  std::normal_distribution<double> normal(0, std::sqrt(sigma2));
+  return std::exp(normal(world.random[rank]));
+}
+
 // The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.
 double of_kind(ActionKind kind, double f, double b, double i, double w, double optimizer) {
   if (kind == ActionKind::OPTIM) return optimizer;
@@ -188,8 +207,13 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
                 partner_delay_seconds(world, a,
                                       world.computing[host] * world.platform.members_per_host)
           : 0;
+  const double weight = sharing_weight(world, rank, a);
   ++world.computing[host];
-  sg4::this_actor::exec_init(per_thread)->set_thread_count(threads)->start()->wait();
+  sg4::this_actor::exec_init(per_thread)
+      ->set_thread_count(threads)
+      ->set_priority(weight)
+      ->start()
+      ->wait();
   const double helper_start = sg4::Engine::get_clock();
   if (helper_cpu > 0) sg4::this_actor::execute(share * helper_cpu * host->get_speed());
   const double helper_seconds = sg4::Engine::get_clock() - helper_start;

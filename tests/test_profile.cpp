@@ -1,6 +1,7 @@
 // Tests of models/profile: reading, writing and checking measured profiles, and the all-reduce
 // interpolation.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <functional>
 
 #include <filesystem>
@@ -132,6 +133,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.allgather = {AllReducePoint{1024, 1.0 / 9}, AllReducePoint{3e9, 7}};
   p.reduce_scatter = {AllReducePoint{1 << 20, 0.2}};
   p.concurrency = {1, 1.1044, 5.0 / 3};
+  p.concurrency_variation = {0.03, 1.0 / 13, 0.25};
   p.p2p_concurrency = {1, 1.0 / 0.9};
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
@@ -160,6 +162,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.stages[0].tp_backward_cpu = 0; },
         [](Profile& q) { q.allreduce_ranks = 2; },
         [](Profile& q) { q.concurrency.pop_back(); },
+        [](Profile& q) { q.concurrency_variation.pop_back(); },
         [](Profile& q) { q.p2p_concurrency.clear(); },
         [](Profile& q) { q.wake_delay.pop_back(); },
         [](Profile& q) { q.late_receive.pop_back(); },
@@ -276,6 +279,12 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
     const auto [path2, msg2] = error_of("empty_curve", kGood + "concurrency: []\n");
     CHECK(contains(msg2, "concurrency: expected a non-empty list of slowdowns"));
   }
+  SECTION("a variation curve that is not a list of non-negative numbers") {
+    const auto [path, msg] =
+        error_of("negative_variation", kGood + "concurrency_variation: [0.1, -0.2]\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "concurrency_variation[1]: expected a number >= 0, got '-0.2'"));
+  }
   SECTION("a loopback curve that is not a list of positive slowdowns") {
     const std::string p2p = "p2p: {latency: 20us, bandwidth: 2GB/s}";
     const std::string bad = "p2p: {latency: 20us, bandwidth: 2GB/s, concurrency: [1, -2]}";
@@ -331,6 +340,19 @@ TEST_CASE("the resume delay: the wake delay above the one alone, the last point 
   CHECK(p.resume_delay(1) == 0);  // below the delay alone: never negative
   CHECK(p.resume_delay(2) == Approx(2e-3 - 1e-4));
   CHECK(p.resume_delay(5) == Approx(2e-3 - 1e-4));
+}
+
+TEST_CASE(
+    "the log variance of a pass while ranks share the cores: ln(1 + v^2) of the count's "
+    "point, the last point beyond",
+    "[profile]") {
+  Profile p;
+  CHECK(p.concurrency_log_variance(3) == 0);  // not measured
+  p.concurrency_variation = {0.03, 0.3, 0.2};
+  CHECK(p.concurrency_log_variance(1) == Approx(std::log(1.0009)));
+  CHECK(p.concurrency_log_variance(2) == Approx(std::log(1.09)));
+  CHECK(p.concurrency_log_variance(3) == Approx(std::log(1.04)));
+  CHECK(p.concurrency_log_variance(8) == Approx(std::log(1.04)));
 }
 
 TEST_CASE("the late receive: the point of the busy count, the last point beyond", "[profile]") {

@@ -109,3 +109,47 @@ TEST_CASE("sampled steps are reproducible from their seed") {
   CHECK(a.step_times == b.step_times);
   CHECK(a.step_times != c.step_times);
 }
+
+TEST_CASE(
+    "sharing the cores unequally spreads the passes of ranks computing at once, not the "
+    "work they get done") {
+  // Two dp replicas on one one-core device: 4 F of 1 ms and 4 B of 2 ms each, 24 ms of work on
+  // the core per step, time-sliced (slowdown 2 with both busy).
+  const Scenario two = load_scenario(
+      std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
+      {"layout.dp=2", "layout.pp=1", "layout.microbatches=4", "model.n_layers=1",
+       "cluster.devices_per_node=1", "cluster.ranks_per_device=2", "cluster.device.cores=1",
+       "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+  // The mean step time, the steps' standard deviation and the spread (sd / mean) of the F's
+  // durations.
+  const auto run = [&](std::vector<double> curve) {
+    return test::in_fresh_process([&] {
+      const CostModel cost(two);
+      Profile profile;
+      profile.stages.assign(cost.num_stages(), StageSeconds{1e-3, 2e-3, 1e-3, 1e-3, 0});
+      profile.concurrency = {1, 2};
+      profile.concurrency_variation = curve;
+      sim::SimOptions options;
+      options.profile = &profile;
+      options.steps = 50;
+      const sim::SimResult result = sim::simulate(two, build_schedule(two), cost, options);
+      double sum = 0, squares = 0, n = 0;
+      for (const trace::TimedAction& e : result.events)
+        if (e.action.kind == sched::ActionKind::F) {
+          const double d = e.end - e.start;
+          sum += d, squares += d * d, ++n;
+        }
+      const double mean = sum / n;
+      return std::vector<double>{result.summary.step_time_s, result.summary.step_time_std_s,
+                                 std::sqrt(std::max(0.0, squares / n - mean * mean)) / mean};
+    });
+  };
+  const std::vector<double> fair = run({});
+  const std::vector<double> unequal = run({0.02, 0.3});
+  CHECK(fair[2] < 0.01);    // fair sharing: every F alike
+  CHECK(unequal[2] > 0.1);  // unequal shares: a spread near the curve's
+  // The core does the same work in every step: no step is longer or shorter.
+  CHECK(fair[0] == Approx(24e-3).epsilon(0.02));
+  CHECK(unequal[0] == Approx(fair[0]).epsilon(0.02));
+  CHECK(unequal[1] < 0.01 * unequal[0]);
+}

@@ -66,3 +66,17 @@ TEST_CASE("step variation: nothing to say from one step, one action or a zero ti
             {{{0, ActionKind::F}, {1e-3, 2e-3, 3e-3}}, {{0, ActionKind::B}, {1e-3, 2e-3, 3e-3}}}, 2)
             .empty());
 }
+
+TEST_CASE("within-group log squares: deviations from each group's mean, pooled") {
+  using dtwin::rt::within_group_log_squares;
+  // Group 0: e^-0.1 and e^0.1 around their mean; group 1 alike at 0.2; group 2 one value.
+  const auto squares = within_group_log_squares({{0, {std::exp(-0.1), std::exp(0.1)}},
+                                                 {1, {2 * std::exp(-0.2), 2 * std::exp(0.2), 2.0}},
+                                                 {2, {5.0}}});
+  CHECK(squares.df == 1 + 2);
+  CHECK(squares.sum == Approx(2 * 0.01 + 2 * 0.04));
+  CHECK(dtwin::rt::lognormal_variation(squares.sum / squares.df) ==
+        Approx(std::sqrt(std::expm1(0.1 / 3))));
+  CHECK(within_group_log_squares({{0, {1.0}}}).df == 0);
+  CHECK(dtwin::rt::lognormal_variation(0) == 0);
+}
