@@ -27,8 +27,9 @@ struct SimOptions {
   /// Steps simulated back to back, each starting when every rank has ended the one before (the
   /// runtime's loss all-reduce syncs the ranks at each step's end). With more than one, every
   /// F, B, I and W takes its seconds times an independent log-normal factor of mean 1 and the
-  /// profile's variation for its stage (StageSeconds::variation), drawn from `seed`, and the
-  /// summary is the mean over the steps (trace::summarize_steps): the expected step of actions
+  /// profile's variation for its stage (StageSeconds::variation), and a log-normal weight in
+  /// the sharing of its host's cores (Profile::concurrency_variation), both drawn from `seed`;
+  /// the summary is the mean over the steps (trace::summarize_steps): the expected step of actions
   /// that vary, which is longer than the step of their medians wherever an action waits for
   /// the later of two. 1: the deterministic step of the medians.
   int steps = 1;
