@@ -149,14 +149,15 @@ double slowdown_at(const std::vector<double>& curve, int n, const char* what) {
   return curve.back() * n / measured;
 }
 
-// A non-empty list of slowdowns, one per count (Quantity::Count, > 0).
-void read_slowdowns(const Origin& origin, const Field& field, const char* what,
-                    std::vector<double>& out) {
+// A non-empty list of dimensionless figures, one per count (Quantity::Count; > 0 where
+// `positive`, else >= 0): slowdowns or coefficients of variation.
+void read_curve(const Origin& origin, const Field& field, const char* what, bool positive,
+                std::vector<double>& out) {
   for (const Field& f : items(origin, field, what, false))
-    out.push_back(detail::to_quantity(origin, f, Quantity::Count, true));
+    out.push_back(detail::to_quantity(origin, f, Quantity::Count, positive));
 }
 
-void write_slowdowns(YAML::Emitter& out, const char* key, const std::vector<double>& curve) {
+void write_curve(YAML::Emitter& out, const char* key, const std::vector<double>& curve) {
   if (curve.empty()) return;
   out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (double slowdown : curve) out << number(slowdown);
@@ -256,14 +257,12 @@ Profile load_profile(const std::string& path) {
   root.text("machine", true, p.machine);
   root.integer("threads", 1, p.threads);
   if (const std::optional<Field> curve = root.find("concurrency"))
-    read_slowdowns(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks",
-                   p.concurrency);
+    read_curve(origin, *curve, "a non-empty list of slowdowns, one per count of busy ranks", true,
+               p.concurrency);
   if (const std::optional<Field> curve = root.find("concurrency_variation"))
-    for (const Field& f : items(origin, *curve,
-                                "a non-empty list of coefficients of variation, one per count of "
-                                "busy ranks",
-                                false))
-      p.concurrency_variation.push_back(detail::to_quantity(origin, f, Quantity::Count, false));
+    read_curve(origin, *curve,
+               "a non-empty list of coefficients of variation, one per count of busy ranks", false,
+               p.concurrency_variation);
   read_per_busy_count(origin, root, "wake_delay", p.wake_delay);
   read_per_busy_count(origin, root, "late_receive", p.late_receive);
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
@@ -273,8 +272,8 @@ Profile load_profile(const std::string& path) {
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
   if (const std::optional<Field> curve = p2p.find("concurrency"))
-    read_slowdowns(origin, *curve, "a non-empty list of slowdowns, one per count of transfers",
-                   p.p2p_concurrency);
+    read_curve(origin, *curve, "a non-empty list of slowdowns, one per count of transfers", true,
+               p.p2p_concurrency);
   if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth"})) {
     p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
     p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
@@ -290,8 +289,8 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::BeginMap;
   out << YAML::Key << "machine" << YAML::Value << YAML::DoubleQuoted << profile.machine;
   out << YAML::Key << "threads" << YAML::Value << profile.threads;
-  write_slowdowns(out, "concurrency", profile.concurrency);
-  write_slowdowns(out, "concurrency_variation", profile.concurrency_variation);
+  write_curve(out, "concurrency", profile.concurrency);
+  write_curve(out, "concurrency_variation", profile.concurrency_variation);
   write_per_busy_count(out, "wake_delay", profile.wake_delay);
   write_per_busy_count(out, "late_receive", profile.late_receive);
   out << YAML::Key << "stages" << YAML::Value << YAML::BeginSeq;
@@ -318,7 +317,7 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "p2p" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
   out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);
-  write_slowdowns(out, "concurrency", profile.p2p_concurrency);
+  write_curve(out, "concurrency", profile.p2p_concurrency);
   out << YAML::EndMap;
   if (profile.inter_host_bandwidth > 0) {
     out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;

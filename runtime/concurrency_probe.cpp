@@ -138,19 +138,11 @@ class Probes {
     std::fflush(probes_[i].channel);
   }
 
-  // Waits for the started probes `which`; returns each one's reported seconds over its count
-  // (per pass for "go", per wake-up for "wake").
-  std::vector<double> collect(const std::vector<int>& which) {
-    std::vector<double> out;
-    for (const Reading& r : read(which)) out.push_back(r.seconds);
-    return out;
-  }
-
   // Starts the probes `which` at once for `window_s`; returns each one's seconds per pass and
   // the spread of its F and B in the window.
   std::vector<Reading> passes(const std::vector<int>& which, double window_s) {
     start(which, window_s);
-    return read(which);
+    return collect(which);
   }
 
   // Ends every probe; throws if one failed.
@@ -158,9 +150,9 @@ class Probes {
     for (Probe& p : probes_) finish(p);
   }
 
- private:
-  // The started probes' reports "COUNT SECONDS [SQUARES DF]", SECONDS over COUNT.
-  std::vector<Reading> read(const std::vector<int>& which) {
+  // Waits for the started probes `which`; returns each one's report "COUNT SECONDS [SQUARES DF]":
+  // SECONDS over COUNT (per pass for "go", per wake-up for "wake") and, for "go", the squares.
+  std::vector<Reading> collect(const std::vector<int>& which) {
     std::vector<Reading> out;
     for (int i : which) {
       int count = 0;
@@ -178,6 +170,7 @@ class Probes {
     return out;
   }
 
+ private:
   std::vector<Probe> probes_;
 };
 
@@ -342,7 +335,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
     if (j > 0) others.push_back(j);
     probes.start({0}, window_s, "wake");
     probes.start(others, window_s);
-    figures.wake_delay.push_back(probes.collect({0}).front());
+    figures.wake_delay.push_back(probes.collect({0}).front().seconds);
     probes.collect(others);
   }
   // Probe 0 computes its forwards and receives late from probe 1, which computes its passes
@@ -358,7 +351,7 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
     probes.send(0, fmt::format("recv {}", messages));
     probes.send(1, fmt::format("send {} {}", messages, j > 0 ? 1 : 0));
     probes.start(hogs, 1.2 * messages * sender_pass);
-    figures.late_receive.push_back(probes.collect({0}).front());
+    figures.late_receive.push_back(probes.collect({0}).front().seconds);
     probes.collect({1});
     probes.collect(hogs);
   }

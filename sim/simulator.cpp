@@ -46,7 +46,7 @@ struct World {
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
   std::vector<double> cpu;              // per rank: seconds of compute alone on its core so far
-  std::vector<std::mt19937_64> random;  // per rank: the stream of its actions' factors
+  std::vector<std::mt19937_64> random;  // per rank: the stream of its actions' draws
   sg4::BarrierPtr step_end;             // all ranks, at the end of each step
 };
 
@@ -63,36 +63,41 @@ std::string mailbox_of(const sched::Layout& layout, int rank, const Action& a, i
   return "p2p:" + std::to_string(to.rank) + ":" + sched::to_string(to.action) + step_suffix(step);
 }
 
-// The factor of this instance of compute action `a` on `rank`: with several steps, a log-normal
-// draw of mean 1 and coefficient of variation v = the profile's variation for its stage
-// (sigma^2 = ln(1 + v^2), mu = -sigma^2 / 2); else, and for OPTIM, 1.
-double variation_factor(World& world, int rank, const Action& a) {
-  const Profile* profile = world.options.profile;
-  if (world.options.steps <= 1 || !profile || a.kind == ActionKind::OPTIM) return 1;
-  const double v = profile->stages.at(a.stage).variation;
-  if (v <= 0) return 1;
-  const double sigma = std::sqrt(std::log1p(v * v));
-  std::normal_distribution<double> normal(-sigma * sigma / 2, sigma);
-  return std::exp(normal(world.random[rank]));
-}
+// What an instance of a compute action draws with sampled steps: `factor` scales its seconds,
+// `weight` is its share in the sharing of its host's cores (SimGrid's priority: max-min shares a
+// resource in proportion to it).
+struct InstanceDraw {
+  double factor = 1;
+  double weight = 1;
+};
 
-// The weight of this instance of compute action `a` on `rank` in sharing its host's cores
-// (SimGrid's priority: max-min shares a resource in proportion to it): with several steps, a
-// log-normal draw of median 1 whose log variance is what sharing the cores adds to the spread
-// of an F or B while n ranks of the host compute, n counting those computing as it starts and
-// itself: Profile::concurrency_log_variance at n x members less at the members alone; else, and
-// for OPTIM, 1. The scheduler's unequal shares give one rank what they take from another, so
-// the draw is a weight, not a longer or shorter pass, and a rank alone is not slowed.
-double sharing_weight(World& world, int rank, const Action& a) {
+// The draws of this instance of compute action `a` on `rank`; with one step, and for OPTIM, 1
+// and 1. The factor is log-normal of mean 1 and coefficient of variation v = the profile's
+// variation for its stage (sigma^2 = ln(1 + v^2), mu = -sigma^2 / 2). The weight is log-normal
+// of median 1 whose log variance is what sharing the cores adds to the spread of an F or B while
+// n ranks of the host compute, n counting those computing as it starts and itself:
+// Profile::concurrency_log_variance at n x members less at the members alone. The scheduler's
+// unequal shares give one rank what they take from another, so that spread is a weight, not a
+// longer or shorter pass, and a rank alone is not slowed. Drawn once per action, before it
+// starts.
+InstanceDraw draw_instance(World& world, int rank, const Action& a) {
   const Profile* profile = world.options.profile;
-  if (world.options.steps <= 1 || !profile || a.kind == ActionKind::OPTIM) return 1;
+  if (world.options.steps <= 1 || !profile || a.kind == ActionKind::OPTIM) return {};
+  // exp(N(mu, sigma2)), nothing drawn for sigma2 <= 0.
+  const auto log_normal = [&](double mu, double sigma2) {
+    if (sigma2 <= 0) return 1.0;
+    std::normal_distribution<double> normal(mu, std::sqrt(sigma2));
+    return std::exp(normal(world.random[rank]));
+  };
+  const double v = profile->stages.at(a.stage).variation;
+  const double own = std::log1p(v * v);
+  InstanceDraw draw;
+  draw.factor = log_normal(-own / 2, own);
   const int members = world.platform.members_per_host;
   const int busy = world.computing[world.platform.rank_hosts[rank]] + 1;
-  const double sigma2 = profile->concurrency_log_variance(busy * members) -
-                        profile->concurrency_log_variance(members);
-  if (sigma2 <= 0) return 1;
-  std::normal_distribution<double> normal(0, std::sqrt(sigma2));
-  return std::exp(normal(world.random[rank]));
+  draw.weight = log_normal(0, profile->concurrency_log_variance(busy * members) -
+                                  profile->concurrency_log_variance(members));
+  return draw;
 }
 
 // The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.
@@ -176,11 +181,11 @@ bool records_cpu(const World& world) {
 }
 
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it) and by
-// this instance's `factor` (variation_factor);
+// this instance's draw's factor, with its weight in the cores' sharing (draw_instance);
 // returns the seconds of communication inside it (inner_comm_seconds: Megatron's f/g
 // all-reduces block the layer that issues them, so they add to its time; one execution of
 // compute plus collectives keeps the event count of a step independent of tp).
-double compute(World& world, int rank, const Action& a, double factor, double share = 1,
+double compute(World& world, int rank, const Action& a, const InstanceDraw& draw, double share = 1,
                double slowdown = 1) {
   const int threads = world.platform.threads_per_rank;
   sg4::Host* host = world.platform.rank_hosts[rank];
@@ -193,8 +198,8 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
   const auto [measured_collectives, helper_cpu] = measured_tp(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
-  const double alone = factor * (seconds ? *seconds - measured_collectives
-                                         : model_flops(world, a) / host->get_speed());
+  const double alone = draw.factor * (seconds ? *seconds - measured_collectives
+                                              : model_flops(world, a) / host->get_speed());
   world.cpu[rank] += share * slowdown * alone;
   // FLOPs per thread: a profiled pass is one member's; modelled FLOPs are the group's, split over
   // its cores.
@@ -207,11 +212,10 @@ double compute(World& world, int rank, const Action& a, double factor, double sh
                 partner_delay_seconds(world, a,
                                       world.computing[host] * world.platform.members_per_host)
           : 0;
-  const double weight = sharing_weight(world, rank, a);
   ++world.computing[host];
   sg4::this_actor::exec_init(per_thread)
       ->set_thread_count(threads)
-      ->set_priority(weight)
+      ->set_priority(draw.weight)
       ->start()
       ->wait();
   const double helper_start = sg4::Engine::get_clock();
@@ -327,15 +331,15 @@ double overlap_slowdown(const World& world) {
 // gradient buckets: after each share of the computation, that bucket's reduction starts
 // (Megatron-LM's overlap_grad_reduce; with pipelining only the last microbatch overlaps). The
 // shares after the first run while buckets are in flight, stretched by overlap_slowdown.
-double compute_with_buckets(World& world, int rank, const Action& a, double factor, int step,
-                            InFlight& flight) {
+double compute_with_buckets(World& world, int rank, const Action& a, const InstanceDraw& draw,
+                            int step, InFlight& flight) {
   const int n = bucket_count(world, a.stage);
   Action reduction{
       a.stage, world.schedule.layout.zero > 0 ? ActionKind::REDUCE_GRAD : ActionKind::ALLREDUCE};
   auto [group, bytes] = collective_of(world, rank, reduction, step);
   double collectives = 0;
   for (int k = 0; k < n; ++k) {
-    collectives += compute(world, rank, a, factor, 1.0 / n, k == 0 ? 1 : overlap_slowdown(world));
+    collectives += compute(world, rank, a, draw, 1.0 / n, k == 0 ? 1 : overlap_slowdown(world));
     sim::Group bucket = group;
     bucket.tag += ":bucket" + std::to_string(k);
     flight.buckets[a.stage].push_back(
@@ -435,13 +439,13 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         break;
       default: {
         const double cpu_before = world.cpu[rank];
-        const double factor = variation_factor(world, rank, a);
+        const InstanceDraw draw = draw_instance(world, rank, a);
         const bool prefetched = !flight.gathers[a.stage].empty();
         const double slowdown = prefetched ? overlap_slowdown(world) : 1;
         const bool last = buckets && sched::is_compute(a.kind) && last_gradient.count(a.stage) &&
                           last_gradient.at(a.stage) == i;
-        event.exposed_comm = last ? compute_with_buckets(world, rank, a, factor, step, flight)
-                                  : compute(world, rank, a, factor, 1, slowdown);
+        event.exposed_comm = last ? compute_with_buckets(world, rank, a, draw, step, flight)
+                                  : compute(world, rank, a, draw, 1, slowdown);
         if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
         if (records_cpu(world)) {
