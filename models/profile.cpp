@@ -160,7 +160,7 @@ void read_curve(const Origin& origin, const Field& field, const char* what, bool
 void write_curve(YAML::Emitter& out, const char* key, const std::vector<double>& curve) {
   if (curve.empty()) return;
   out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (double slowdown : curve) out << number(slowdown);
+  for (double value : curve) out << number(value);
   out << YAML::EndSeq;
 }
 
