@@ -96,13 +96,14 @@ Profile measure_network(const Scenario& scenario, const rt::RankEnv& env) {
   const CostModel cost(scenario);
   Profile network;
   rt::calibrate_network(scenario, env, std::max(cost.boundary_bytes(), kBandwidthMessage),
-                        rt::allreduce_sizes(cost), kRepeats, network);
+                        cost.boundary_bytes(), rt::allreduce_sizes(cost), kRepeats, network);
   return network;
 }
 
 Profile with_network(Profile compute, const Profile& network) {
   compute.inter_host_latency = network.inter_host_latency;
   compute.inter_host_bandwidth = network.inter_host_bandwidth;
+  compute.inter_host_queue_delay = network.inter_host_queue_delay;
   if (!network.allreduce.empty()) {
     compute.allreduce = network.allreduce;
     compute.allreduce_ranks = network.allreduce_ranks;

@@ -18,13 +18,13 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
                                      const std::string& path = "");
 
 /// The network of a torchrun-style launch as rank env.rank sees it (rt::calibrate_network with
-/// 5 timed repetitions, messages of max(stage boundary bytes, 4 MiB) for bandwidth and the
-/// profile's all-reduce sizes): the figures on rank 0, an empty profile elsewhere. Every rank must
-/// call it.
+/// 5 timed repetitions, messages of max(stage boundary bytes, 4 MiB) for bandwidth, the stage
+/// boundary's bytes for the queue delay and the profile's all-reduce sizes): the figures on rank 0,
+/// an empty profile elsewhere. Every rank must call it.
 Profile measure_network(const Scenario& scenario, const rt::RankEnv& env);
 
 /// `compute` with the network figures of `network` (rt::calibrate_network): its inter-host
-/// latency and bandwidth and, when it measured one, its all-reduce curve.
+/// latency, bandwidth and queue delay and, when it measured one, its all-reduce curve.
 Profile with_network(Profile compute, const Profile& network);
 
 /// The cached profile of the scenario on this machine, measured first if absent.

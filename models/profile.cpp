@@ -237,7 +237,8 @@ bool Profile::operator==(const Profile& other) const {
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
          p2p_concurrency == other.p2p_concurrency &&
          inter_host_latency == other.inter_host_latency &&
-         inter_host_bandwidth == other.inter_host_bandwidth && allreduce == other.allreduce &&
+         inter_host_bandwidth == other.inter_host_bandwidth &&
+         inter_host_queue_delay == other.inter_host_queue_delay && allreduce == other.allreduce &&
          allgather == other.allgather && reduce_scatter == other.reduce_scatter &&
          allreduce_ranks == other.allreduce_ranks &&
          allreduce_across_hosts == other.allreduce_across_hosts &&
@@ -274,9 +275,11 @@ Profile load_profile(const std::string& path) {
   if (const std::optional<Field> curve = p2p.find("concurrency"))
     read_curve(origin, *curve, "a non-empty list of slowdowns, one per count of transfers", true,
                p.p2p_concurrency);
-  if (const auto inter = root.optional_section("inter_host", {"latency", "bandwidth"})) {
+  if (const auto inter =
+          root.optional_section("inter_host", {"latency", "bandwidth", "queue_delay"})) {
     p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
     p.inter_host_bandwidth = inter->quantity("bandwidth", Quantity::Bandwidth, true);
+    inter->quantity("queue_delay", Quantity::Latency, false, p.inter_host_queue_delay);
   }
   read_allreduce(origin, root, p);
   read_gemms(origin, root, p.gemms);
@@ -323,6 +326,8 @@ void save_profile(const Profile& profile, const std::string& path) {
     out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "latency" << YAML::Value << number(profile.inter_host_latency);
     out << YAML::Key << "bandwidth" << YAML::Value << number(profile.inter_host_bandwidth);
+    if (profile.inter_host_queue_delay > 0)
+      out << YAML::Key << "queue_delay" << YAML::Value << number(profile.inter_host_queue_delay);
     out << YAML::EndMap;
   }
   out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;

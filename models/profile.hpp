@@ -26,6 +26,8 @@
 //                                  # optional in p2p: concurrency: [1, 1.9], the slowdown of one
 //                                  # transfer with k = 1, 2, ... transfers at once on one host
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
+//                                  # optional in inter_host: queue_delay: 4ms, the wait of a
+//                                  # small message behind a pipeline message sent just before it
 //   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
 //     - {name: "qkv", m: 256, n: 864, k: 288, seconds: 2.1ms}   # operator (models/gemm_fit.hpp)
 //   allreduce:
@@ -139,6 +141,12 @@ struct Profile {
   /// seconds of a small message and bytes/s of a large one; 0 when not measured.
   double inter_host_latency = 0;
   double inter_host_bandwidth = 0;
+  /// Seconds a small message between hosts waits, beyond inter_host_latency, when a pipeline
+  /// message (the stage boundary's bytes) left just before it in the same direction: the
+  /// queue that message builds in the link's buffers (a shaper's or a switch's FIFO), which
+  /// max-min bandwidth sharing does not have. Gloo's ready message of a rendezvous waits there
+  /// when the receiving rank has just started a send to the same host. 0: not measured.
+  double inter_host_queue_delay = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
   std::vector<GemmPoint> gemms;           ///< empty when not measured
   /// ZeRO's collectives over the same group, bytes = the whole (unsharded) size: the parameter

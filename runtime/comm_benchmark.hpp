@@ -19,6 +19,16 @@ namespace dtwin::rt {
 double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
                        const torch::Device& device = torch::kCPU);
 
+/// Seconds a 4-byte message from the rank that `starts` to rank `peer` waits behind a `bytes`
+/// message it posted just before, on `bulk`, in the same direction: the median round trip of a
+/// 4-byte exchange over `small` (another connection) started with the bulk message, less the
+/// median round trip of one alone; `repeats` of each (after 2 untimed), never negative. The peer
+/// calls it with starts = false. Every message's receive is posted, and its ready message has
+/// reached the sender, before the timing starts, so the round trips time the link: its latency,
+/// and the queue that the bulk message builds in its buffers. Host tensors.
+double queue_delay_seconds(c10d::Backend& bulk, c10d::Backend& small, int peer, bool starts,
+                           double bytes, int repeats);
+
 /// The median seconds of `repeats` all-reduces (after 2 untimed, each after a barrier) of every
 /// size in `sizes` (bytes of fp32 on `device`) over `group`; every member calls it.
 std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,

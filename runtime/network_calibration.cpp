@@ -13,13 +13,17 @@
 
 namespace dtwin::rt {
 void calibrate_network(const Scenario& scenario, const RankEnv& env, double message_bytes,
-                       const std::vector<double>& allreduce_sizes, int repeats, Profile& profile) {
+                       double pipeline_bytes, const std::vector<double>& allreduce_sizes,
+                       int repeats, Profile& profile) {
   const double timeout = scenario.runtime.timeout_s;
   const auto store = tcp_store(env.master_addr, env.master_port + 1, env.rank == 0, timeout);
   const std::string address = local_address_toward(env.master_addr);
   const GlooBinding bind{env.gloo_interfaces.empty() ? address : "", env.gloo_interfaces};
   const auto world =
       make_group(Backend::Gloo, store, "net", env.rank, env.world_size, timeout, bind);
+  // Its own connections, for small messages beside the bulk ones of `world`.
+  const auto beside =
+      make_group(Backend::Gloo, store, "net-small", env.rank, env.world_size, timeout, bind);
 
   // Hosts in order of their first rank.
   store->set("host/" + std::to_string(env.rank), store_bytes(address));
@@ -33,7 +37,7 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
     host[r] = it->second;
   }
 
-  std::vector<double> latencies, bandwidths;
+  std::vector<double> latencies, bandwidths, queue_delays;
   for (size_t a = 0; a < first_rank.size(); ++a)
     for (size_t b = a + 1; b < first_rank.size(); ++b) {
       const int ra = first_rank[a], rb = first_rank[b];
@@ -42,17 +46,21 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
         const int peer = env.rank == ra ? rb : ra;
         const double small = one_way_seconds(*world, peer, env.rank == ra, 4, repeats);
         const double large = one_way_seconds(*world, peer, env.rank == ra, message_bytes, repeats);
+        const double queue =
+            queue_delay_seconds(*world, *beside, peer, env.rank == ra, pipeline_bytes, repeats);
         if (env.rank == ra)
-          store->set(key, store_bytes(fmt::format("{} {}", small,
-                                                  message_bytes / std::max(large - small, 1e-9))));
+          store->set(
+              key, store_bytes(fmt::format("{} {} {}", small,
+                                           message_bytes / std::max(large - small, 1e-9), queue)));
       }
       world->barrier()->wait();
       if (env.rank == 0) {
         const std::string figures = store_text(store->get(key));
-        double latency = 0, bandwidth = 0;
-        std::sscanf(figures.c_str(), "%lf %lf", &latency, &bandwidth);
+        double latency = 0, bandwidth = 0, queue = 0;
+        std::sscanf(figures.c_str(), "%lf %lf %lf", &latency, &bandwidth, &queue);
         latencies.push_back(latency);
         bandwidths.push_back(bandwidth);
+        queue_delays.push_back(queue);
       }
     }
 
@@ -74,6 +82,7 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
   if (env.rank == 0 && !latencies.empty()) {
     profile.inter_host_latency = median(latencies);
     profile.inter_host_bandwidth = median(bandwidths);
+    profile.inter_host_queue_delay = median(queue_delays);
   }
 }
 

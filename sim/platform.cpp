@@ -152,8 +152,11 @@ Platform build_platform(const Scenario& scenario, const Profile* profile) {
     platform.reduce_scatter_cpu_s_per_byte =
         profile->half_ring_overhead_s_per_byte(profile->reduce_scatter);
   }
-  for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
-    platform.rank_hosts.push_back(platform.devices.at(rank * tp / cluster.ranks_per_device));
+  for (int rank = 0; rank < scenario.world_size() / tp; ++rank) {
+    const int device = rank * tp / cluster.ranks_per_device;
+    platform.rank_hosts.push_back(platform.devices.at(device));
+    platform.rank_nodes.push_back(device / cluster.devices_per_node);
+  }
   return platform;
 }
 

@@ -21,6 +21,7 @@ namespace dtwin::sim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> devices;
   std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per schedule rank (tensor-parallel group)
+  std::vector<int> rank_nodes;                  ///< the node of each schedule rank
   int threads_per_rank = 1;                     ///< cores an execution of one schedule rank may use
   /// GPUs of a schedule rank's tensor-parallel group on its host: its executions carry that many
   /// members' work, so ranks sharing a device contend for it as the real ranks would.

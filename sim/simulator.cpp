@@ -13,6 +13,7 @@
 #include <simgrid/s4u/Mailbox.hpp>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "models/schedule_memory.hpp"
 #include "models/splitmix64.hpp"
@@ -39,7 +40,9 @@ struct World {
   const Platform& platform;
   CollectiveModel collectives;
   std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
-  std::vector<std::vector<trace::TimedAction>> sends;               // per rank, in posting order
+  std::unordered_set<std::string> waiting_receives;    // mailboxes whose receive came first
+  std::map<std::pair<int, int>, int> node_transfers;   // (from, to) node -> transfers under way
+  std::vector<std::vector<trace::TimedAction>> sends;  // per rank, in posting order
   std::vector<std::vector<double>> loop_end;    // per rank and step: when its last action ended
   std::map<std::string, double> last_arrival;   // collective tag -> latest arrival
   std::map<std::pair<int, int>, int> unshards;  // (rank, stage) -> UNSHARDs so far
@@ -357,6 +360,24 @@ std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
   return last;
 }
 
+// Counts a pipeline transfer from rank `from` to rank `to` as started (change = 1) or ended (-1)
+// in World::node_transfers when the ranks are on different nodes.
+void count_transfer(World& world, int from, int to, int change) {
+  const int a = world.platform.rank_nodes[from], b = world.platform.rank_nodes[to];
+  if (a != b) world.node_transfers[{a, b}] += change;
+}
+
+// A receive posted after its send starts the transfer once Gloo's ready message reaches the
+// sender: Profile::inter_host_queue_delay later while a transfer from the receiver's node to the
+// sender's is under way, as that message then waits behind it in the link's queue.
+void wait_for_ready_message(World& world, int sender, int receiver) {
+  const Profile* profile = world.options.profile;
+  if (!profile || profile->inter_host_queue_delay <= 0) return;
+  const int from = world.platform.rank_nodes[receiver], to = world.platform.rank_nodes[sender];
+  if (from != to && world.node_transfers[{from, to}] > 0)
+    sg4::this_actor::sleep_for(profile->inter_host_queue_delay);
+}
+
 // A rank that waited resumes when the scheduler gives it a core back: with other ranks of its
 // host computing, the profile's resume_delay later (Profile::wake_delay).
 void resume_after_wait(World& world, int rank) {
@@ -393,6 +414,9 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         const std::string box = mailbox_of(layout, rank, a, step);
         world.send_of[box] = {rank, world.sends[rank].size()};
         world.sends[rank].push_back(event);
+        // The transfer starts now if its receive is waiting, else when the receive is posted.
+        if (world.waiting_receives.erase(box))
+          count_transfer(world, rank, sched::receiver_of(layout, rank, a).rank, 1);
         sg4::Mailbox::by_name(box)->put_init(&payload_token, bytes)->detach();
         continue;
       }
@@ -402,6 +426,12 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         // Posted after its send: Gloo's rendezvous needs both progress threads (late_receive).
         const bool late = world.send_of.contains(box);
         const int busy = world.computing[world.platform.rank_hosts[rank]];
+        if (late) {
+          wait_for_ready_message(world, world.send_of.at(box).first, rank);
+          count_transfer(world, world.send_of.at(box).first, rank, 1);
+        } else {
+          world.waiting_receives.insert(box);
+        }
         sg4::Mailbox::by_name(box)->get<int>();
         if (late)
           finish_late_receive(world, event.start, busy);
@@ -409,6 +439,7 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
           resume_after_wait(world, rank);
         event.end = sg4::Engine::get_clock();
         const auto [sender, index] = world.send_of.at(box);
+        count_transfer(world, sender, rank, -1);
         trace::TimedAction& send = world.sends[sender][index];
         send.end = event.end;
         event.exposed_comm = event.end - std::max(event.start, send.start);
@@ -507,6 +538,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       platform,
       options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
                                                                    : CollectiveModel::Flow),
+      {},
+      {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
       std::vector<std::vector<double>>(layout.world_size()),

@@ -132,7 +132,7 @@ TEST_CASE("malformed torchrun variables exit 2 naming the variable before any re
   CHECK_FALSE(fs::exists(out + "/loss.csv"));
 }
 
-TEST_CASE("dtwin run across two hosts measures their link and predicts with it") {
+TEST_CASE("dtwin run across two hosts measures their link and predicts with it", "[serial]") {
   // dp=2 over 100 Mbit/s: the simulator must see the shaped link that calibration measured,
   // not the scenario's 1.25 GB/s inter-node link.
   const NetHosts hosts(2, "100mbit");
@@ -165,6 +165,11 @@ TEST_CASE("dtwin run across two hosts measures their link and predicts with it")
   const double link = 100e6 / 8;  // bytes/s
   CHECK(profile.inter_host_bandwidth > 0.5 * link);
   CHECK(profile.inter_host_bandwidth < 1.1 * link);
+  // A small message behind one pipeline message (64 tokens x 64 fp32 values) waits in the
+  // shaper's queue, at most about that message's time on the link.
+  const double message = 64 * 64 * 4;  // bytes
+  CHECK(profile.inter_host_queue_delay > 0);
+  CHECK(profile.inter_host_queue_delay < 2 * message / link);
   CHECK(profile.allreduce_ranks == 2);
   CHECK(profile.allreduce_across_hosts);
   // The predicted all-reduce of the gradients crosses that link: at least 90% of their bytes at

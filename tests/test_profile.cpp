@@ -127,6 +127,9 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.stages[0].tp_backward_cpu = 1.0 / 90;
   p.p2p_latency = 2.5e-5;
   p.p2p_bandwidth = 12.5e9;
+  p.inter_host_latency = 1.0 / 3e4;
+  p.inter_host_bandwidth = 12.5e6;
+  p.inter_host_queue_delay = 1.0 / 300;
   p.allreduce = {AllReducePoint{1024, 1.0 / 7}, AllReducePoint{1 << 20, 0.1 + 0.2},
                  AllReducePoint{3e9, 12}};
   p.allreduce_ranks = 8;
@@ -161,6 +164,8 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.stages[1].sync_local = 0; },
         [](Profile& q) { q.stages[0].tp_backward_cpu = 0; },
         [](Profile& q) { q.allreduce_ranks = 2; },
+        [](Profile& q) { q.inter_host_bandwidth = 1e9; },
+        [](Profile& q) { q.inter_host_queue_delay = 0; },
         [](Profile& q) { q.concurrency.pop_back(); },
         [](Profile& q) { q.concurrency_variation.pop_back(); },
         [](Profile& q) { q.p2p_concurrency.clear(); },
@@ -293,6 +298,13 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
                                               kGood.substr(kGood.find(p2p) + p2p.size()));
     CHECK(contains(msg, path + ":5:"));
     CHECK(contains(msg, "p2p.concurrency[1]: expected a number > 0, got '-2'"));
+  }
+  SECTION("a negative queue delay between hosts") {
+    const auto [path, msg] =
+        error_of("negative_queue_delay",
+                 kGood + "inter_host: {latency: 1ms, bandwidth: 1GB/s, queue_delay: -4ms}\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "inter_host.queue_delay: expected a latency >= 0, got '-4ms'"));
   }
   SECTION("a wake delay that is not a list of delays") {
     const auto [path, msg] = error_of("negative_wake_delay", kGood + "wake_delay: [1ms, -1]\n");

@@ -254,6 +254,28 @@ TEST_CASE("a receive posted after its send lasts the late-receive time from its 
   CHECK(two_stage_gpipe_step(&Profile::late_receive, {1e-9, 1e-9}) == Approx(plain));
 }
 
+TEST_CASE(
+    "a late receive between nodes starts its transfer the queue delay later behind a "
+    "transfer the other way") {
+  // 1F1B, 2 stages on 2 nodes, 2 microbatches (F 1 ms, B 2 ms), each transfer T = 0.5 ms. Rank 1
+  // sends 1B0's gradient, then posts the receive of 0F1's activation, sent long before: its
+  // ready message waits q behind the gradient. The step: 9 ms + 3T + q. Within a node no link
+  // queue is crossed.
+  const double q = 3e-4, transfer = 5e-4;
+  const auto step = [&](int nodes, double delay) {
+    Scenario pipe = pipeline("1f1b", 2, 2, 1);
+    pipe.cluster.nodes = nodes;
+    pipe.cluster.devices_per_node = 2 / nodes;
+    return simulate_profiled(pipe, [&](Profile& profile, const CostModel& cost) {
+      profile.inter_host_bandwidth = cost.boundary_bytes() / transfer;
+      profile.inter_host_queue_delay = delay;
+    })[0];
+  };
+  CHECK(step(2, 0) == Approx(9e-3 + 3 * transfer).epsilon(0.005));
+  CHECK(step(2, q) == Approx(9e-3 + 3 * transfer + q).epsilon(0.005));
+  CHECK(step(1, q) == Approx(step(1, 0)));
+}
+
 TEST_CASE("a tensor-parallel pass waits a resume delay per collective while other groups compute") {
   // `dp` replicas of a one-layer, tp = 2 model, 2·dp processes on 2·dp cores of one device; the
   // profile measured 0.1 ms of collectives in each F and B, and a wake delay of `delay` with 2
