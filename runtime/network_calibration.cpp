@@ -21,9 +21,6 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
   const GlooBinding bind{env.gloo_interfaces.empty() ? address : "", env.gloo_interfaces};
   const auto world =
       make_group(Backend::Gloo, store, "net", env.rank, env.world_size, timeout, bind);
-  // Its own connections, for small messages beside the bulk ones of `world`.
-  const auto beside =
-      make_group(Backend::Gloo, store, "net-small", env.rank, env.world_size, timeout, bind);
 
   // Hosts in order of their first rank.
   store->set("host/" + std::to_string(env.rank), store_bytes(address));
@@ -37,6 +34,11 @@ void calibrate_network(const Scenario& scenario, const RankEnv& env, double mess
     host[r] = it->second;
   }
 
+  // With several hosts, connections of its own for small messages beside the bulk ones of
+  // `world` (every rank knows the host count, so all or none make it).
+  const auto beside = first_rank.size() > 1 ? make_group(Backend::Gloo, store, "net-small",
+                                                         env.rank, env.world_size, timeout, bind)
+                                            : nullptr;
   std::vector<double> latencies, bandwidths, queue_delays;
   for (size_t a = 0; a < first_rank.size(); ++a)
     for (size_t b = a + 1; b < first_rank.size(); ++b) {

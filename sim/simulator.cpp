@@ -13,7 +13,6 @@
 #include <simgrid/s4u/Mailbox.hpp>
 #include <stdexcept>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "models/schedule_memory.hpp"
 #include "models/splitmix64.hpp"
@@ -40,7 +39,6 @@ struct World {
   const Platform& platform;
   CollectiveModel collectives;
   std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
-  std::unordered_set<std::string> waiting_receives;    // mailboxes whose receive came first
   std::map<std::pair<int, int>, int> node_transfers;   // (from, to) node -> transfers under way
   std::vector<std::vector<trace::TimedAction>> sends;  // per rank, in posting order
   std::vector<std::vector<double>> loop_end;    // per rank and step: when its last action ended
@@ -414,10 +412,11 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         const std::string box = mailbox_of(layout, rank, a, step);
         world.send_of[box] = {rank, world.sends[rank].size()};
         world.sends[rank].push_back(event);
-        // The transfer starts now if its receive is waiting, else when the receive is posted.
-        if (world.waiting_receives.erase(box))
+        sg4::Mailbox* mailbox = sg4::Mailbox::by_name(box);
+        // The transfer starts now if its receive is queued, else when the receive is posted.
+        if (!mailbox->empty())
           count_transfer(world, rank, sched::receiver_of(layout, rank, a).rank, 1);
-        sg4::Mailbox::by_name(box)->put_init(&payload_token, bytes)->detach();
+        mailbox->put_init(&payload_token, bytes)->detach();
         continue;
       }
       case ActionKind::RECV_F:
@@ -427,10 +426,9 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         const bool late = world.send_of.contains(box);
         const int busy = world.computing[world.platform.rank_hosts[rank]];
         if (late) {
-          wait_for_ready_message(world, world.send_of.at(box).first, rank);
-          count_transfer(world, world.send_of.at(box).first, rank, 1);
-        } else {
-          world.waiting_receives.insert(box);
+          const int sender = world.send_of.at(box).first;
+          wait_for_ready_message(world, sender, rank);
+          count_transfer(world, sender, rank, 1);
         }
         sg4::Mailbox::by_name(box)->get<int>();
         if (late)
@@ -538,7 +536,6 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       platform,
       options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
                                                                    : CollectiveModel::Flow),
-      {},
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
