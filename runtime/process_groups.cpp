@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -101,6 +104,26 @@ void disable_flight_recorder() {
   (void)disabled;
 }
 
+// The Gloo device for an address (no interface) or an interface name, one per process while a
+// group holds it. A device owns a progress thread that polls its sockets every 10 ms; one device
+// per group gave each rank 6 such threads, whose wake-ups took the cores the passes need, and a
+// sender's thread placed behind a computing pass delayed its late receives by a scheduler slice.
+std::shared_ptr<::gloo::transport::Device> shared_device(const std::string& address,
+                                                         const std::string& interface) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::weak_ptr<::gloo::transport::Device>>
+      devices;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<::gloo::transport::Device>& slot = devices[{address, interface}];
+  std::shared_ptr<::gloo::transport::Device> device = slot.lock();
+  if (!device) {
+    device = interface.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(address)
+                               : c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+    slot = device;
+  }
+  return device;
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
@@ -111,10 +134,9 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
   if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));
-    if (bind.interfaces.empty())
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind.address));
+    if (bind.interfaces.empty()) options->devices.push_back(shared_device(bind.address, ""));
     for (const std::string& interface : bind.interfaces)
-      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+      options->devices.push_back(shared_device("", interface));
     auto gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, size, options);
     if (bind.host_staged) return c10::make_intrusive<HostStagedBackend>(std::move(gloo));
     return gloo;
