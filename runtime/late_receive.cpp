@@ -10,11 +10,11 @@
 namespace dtwin::rt {
 namespace {
 
-constexpr int kTag = 7;  // any tag; the pair carries nothing else
+constexpr int kPayload = 7;  // tags: any; the pair carries nothing else
+constexpr int kPosted = 8;   // the one-element message that says the payload's send is posted
 
-std::vector<torch::Tensor> message(double bytes) {
-  return {torch::zeros({std::max<int64_t>(1, static_cast<int64_t>(bytes / 4))}, torch::kFloat32),
-          torch::zeros({1}, torch::kFloat64)};
+std::vector<torch::Tensor> tensor(int64_t elements) {
+  return {torch::zeros({std::max<int64_t>(1, elements)}, torch::kFloat32)};
 }
 
 }  // namespace
@@ -22,32 +22,27 @@ std::vector<torch::Tensor> message(double bytes) {
 void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
                                 const Activity& between) {
   const int peer = 1 - pair.getRank();
-  std::vector<torch::Tensor> tensors = message(bytes);
+  std::vector<torch::Tensor> payload = tensor(static_cast<int64_t>(bytes / 4)), posted = tensor(1);
   for (int m = 0; m < messages; ++m) {
-    tensors[1].fill_(wall_seconds());
-    std::vector<c10::intrusive_ptr<c10d::Work>> works;
-    for (int i = 0; i < 2; ++i) {
-      std::vector<torch::Tensor> one{tensors[i]};
-      works.push_back(pair.send(one, peer, kTag + i));
-    }
+    const auto sent = pair.send(payload, peer, kPayload);
+    const auto told = pair.send(posted, peer, kPosted);
     between();
-    for (const auto& work : works) work->wait();
+    sent->wait();
+    told->wait();
   }
 }
 
 double receive_late_messages(c10d::Backend& pair, int messages, double bytes,
                              const Activity& before) {
   const int peer = 1 - pair.getRank();
-  std::vector<torch::Tensor> tensors = message(bytes);
+  std::vector<torch::Tensor> payload = tensor(static_cast<int64_t>(bytes / 4)), posted = tensor(1);
   double total = 0;
   for (int m = 0; m < messages; ++m) {
+    pair.recv(posted, peer, kPosted)->wait();  // the payload's send is posted by now
     before();
-    const double posted = wall_seconds();
-    for (int i = 0; i < 2; ++i) {
-      std::vector<torch::Tensor> one{tensors[i]};
-      pair.recv(one, peer, kTag + i)->wait();
-    }
-    total += wall_seconds() - std::max(posted, tensors[1].item<double>());
+    const double start = wall_seconds();
+    pair.recv(payload, peer, kPayload)->wait();
+    total += wall_seconds() - start;
   }
   return total / messages;
 }

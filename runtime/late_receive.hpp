@@ -14,14 +14,16 @@ namespace dtwin::rt {
 /// What one side of the pair does between messages: computes (a pass) or nothing.
 using Activity = std::function<void()>;
 
-/// The sending side: `messages` times, posts a send of `bytes` (fp32) and of its posting time
-/// to rank 1 - me of `pair`, runs `between` and waits for the send.
+/// The sending side: `messages` times, posts a send of `bytes` (fp32) to rank 1 - me of `pair`
+/// and then a one-element message saying so, runs `between` and waits for both sends.
 void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
                                 const Activity& between);
 
-/// The receiving side: `messages` times, runs `before` and then receives the peer's message;
-/// returns the mean seconds from when both ends had posted (the later of the receive's posting
-/// and the send's, read from the message) to the receive's end.
+/// The receiving side: `messages` times, receives the peer's word that its send is posted, runs
+/// `before` and then receives the payload, so that each receive is posted after its send and,
+/// when `before` is shorter than the peer's `between`, while the peer computes (as a pipeline
+/// rank's receive that finds its sender in its next pass). Returns the mean seconds from the
+/// receive's posting to its end.
 double receive_late_messages(c10d::Backend& pair, int messages, double bytes,
                              const Activity& before);
 
