@@ -13,7 +13,7 @@ namespace {
 constexpr int kPayload = 7;  // tags: any; the pair carries nothing else
 constexpr int kPosted = 8;   // the one-element message that says the payload's send is posted
 
-std::vector<torch::Tensor> tensor(int64_t elements) {
+std::vector<torch::Tensor> fp32_message(int64_t elements) {
   return {torch::zeros({std::max<int64_t>(1, elements)}, torch::kFloat32)};
 }
 
@@ -22,7 +22,8 @@ std::vector<torch::Tensor> tensor(int64_t elements) {
 void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
                                 const Activity& between) {
   const int peer = 1 - pair.getRank();
-  std::vector<torch::Tensor> payload = tensor(static_cast<int64_t>(bytes / 4)), posted = tensor(1);
+  std::vector<torch::Tensor> payload = fp32_message(static_cast<int64_t>(bytes / 4)),
+                             posted = fp32_message(1);
   for (int m = 0; m < messages; ++m) {
     const auto sent = pair.send(payload, peer, kPayload);
     const auto told = pair.send(posted, peer, kPosted);
@@ -35,7 +36,8 @@ void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
 double receive_late_messages(c10d::Backend& pair, int messages, double bytes,
                              const Activity& before) {
   const int peer = 1 - pair.getRank();
-  std::vector<torch::Tensor> payload = tensor(static_cast<int64_t>(bytes / 4)), posted = tensor(1);
+  std::vector<torch::Tensor> payload = fp32_message(static_cast<int64_t>(bytes / 4)),
+                             posted = fp32_message(1);
   double total = 0;
   for (int m = 0; m < messages; ++m) {
     pair.recv(posted, peer, kPosted)->wait();  // the payload's send is posted by now

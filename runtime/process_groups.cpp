@@ -106,8 +106,8 @@ void disable_flight_recorder() {
 
 // The Gloo device for an address (no interface) or an interface name, one per process while a
 // group holds it. A device owns a progress thread that polls its sockets every 10 ms; one device
-// per group gave each rank 6 such threads, whose wake-ups took the cores the passes need, and a
-// sender's thread placed behind a computing pass delayed its late receives by a scheduler slice.
+// per group gave each rank 6 such threads, whose wake-ups took the cores the passes need. Each
+// group still makes its own connections on the shared device.
 std::shared_ptr<::gloo::transport::Device> shared_device(const std::string& address,
                                                          const std::string& interface) {
   static std::mutex mutex;
