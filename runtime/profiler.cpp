@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -110,9 +111,42 @@ void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
   }
 }
 
+// Steps of the schedule-order replay of pipeline rank `p`: enough for about options.repeats
+// microbatches of each kind and, by the `stages`' figures timed alone, for kMinReplaySeconds,
+// at most kMaxReplayFactor times the first. The machine's speed drifts in phases of seconds: a
+// replay of 3 s (tp2's four steps) gave tp2's F 44–62 ms of collectives in three profiles
+// minutes apart, against 41–46 ms over training's 22 s. The members of a tensor-parallel group
+// replay the largest count of theirs, so that their collectives pair up.
+int replay_steps(const sched::Schedule& schedule, int p, const std::vector<StageSeconds>& stages,
+                 const ProfileOptions& options, const nn::TensorParallelGroup& tp) {
+  constexpr double kMinReplaySeconds = 10;
+  constexpr int kMaxReplayFactor = 4;
+  const int microbatches = schedule.layout.microbatches;
+  const int fewest = std::max(2, (options.repeats + microbatches - 1) / microbatches);
+  double step_seconds = 0;  // one step of the rank's compute, timed alone
+  for (const sched::Action& a : schedule.ranks.at(schedule.layout.rank(0, p))) {
+    const StageSeconds& s = stages.at(a.stage);
+    if (a.kind == sched::ActionKind::F) step_seconds += s.forward;
+    if (a.kind == sched::ActionKind::B) step_seconds += s.backward;
+    if (a.kind == sched::ActionKind::I) step_seconds += s.input_backward;
+    if (a.kind == sched::ActionKind::W) step_seconds += s.weight_backward;
+    if (a.kind == sched::ActionKind::OPTIM) step_seconds += s.optimizer;
+  }
+  const double wanted = step_seconds > 0 ? std::ceil(kMinReplaySeconds / step_seconds) : fewest;
+  torch::Tensor steps = torch::tensor(
+      {static_cast<int64_t>(std::clamp<double>(wanted, fewest, kMaxReplayFactor * fewest))});
+  if (tp.size > 1) {
+    std::vector<torch::Tensor> buffers{steps};
+    c10d::AllreduceOptions largest;
+    largest.reduceOp = c10d::ReduceOp::MAX;
+    tp.backend->allreduce(buffers, largest)->wait();
+  }
+  return static_cast<int>(steps.item<int64_t>());
+}
+
 // Replaces the stages' figures (with their collectives' parts) by the medians of their actions
 // replayed in the schedule's order on the first replica's pipeline ranks, for the kinds the
-// schedule runs: about options.repeats microbatches of each, after one untimed step; and sets
+// schedule runs: replay_steps steps, after one untimed step; and sets
 // each stage's variation from the same steps (step_variation of their compute, the
 // collectives' seconds taken out), and the CPU of the collectives' helper threads
 // (measure_collective_cpu).
@@ -120,9 +154,8 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
                                const ProfileOptions& options, const nn::TensorParallelGroup& tp,
                                const torch::Device& device, std::vector<StageSeconds>& stages) {
-  const int microbatches = schedule.layout.microbatches;
-  const int steps = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   for (int p = 0; p < schedule.layout.pp; ++p) {
+    const int steps = replay_steps(schedule, p, stages, options, tp);
     CollectiveTimes collectives;
     const ActionSeconds replayed =
         replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
