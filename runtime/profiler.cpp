@@ -125,12 +125,10 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
   const int fewest = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   double step_seconds = 0;  // one step of the rank's compute, timed alone
   for (const sched::Action& a : schedule.ranks.at(schedule.layout.rank(0, p))) {
+    if (!sched::is_compute(a.kind) && a.kind != sched::ActionKind::OPTIM) continue;
     const StageSeconds& s = stages.at(a.stage);
-    if (a.kind == sched::ActionKind::F) step_seconds += s.forward;
-    if (a.kind == sched::ActionKind::B) step_seconds += s.backward;
-    if (a.kind == sched::ActionKind::I) step_seconds += s.input_backward;
-    if (a.kind == sched::ActionKind::W) step_seconds += s.weight_backward;
-    if (a.kind == sched::ActionKind::OPTIM) step_seconds += s.optimizer;
+    step_seconds += sched::of_kind(a.kind, s.forward, s.backward, s.input_backward,
+                                   s.weight_backward, s.optimizer);
   }
   const double wanted = step_seconds > 0 ? std::ceil(kMinReplaySeconds / step_seconds) : fewest;
   torch::Tensor steps = torch::tensor(

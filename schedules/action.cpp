@@ -2,6 +2,9 @@
 
 #include <array>
 #include <charconv>
+#include <iterator>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace dtwin::sched {
@@ -44,6 +47,15 @@ std::string_view kind_name(ActionKind kind) {
 bool is_compute(ActionKind kind) {
   return kind == ActionKind::F || kind == ActionKind::B || kind == ActionKind::I ||
          kind == ActionKind::W;
+}
+
+double of_kind(ActionKind kind, double f, double b, double i, double w, double optimizer) {
+  if (kind == ActionKind::OPTIM) return optimizer;
+  const double figures[] = {f, b, i, w};  // ActionKind's order
+  const auto index = static_cast<size_t>(kind);
+  if (index >= std::size(figures))
+    throw std::logic_error(std::string(kind_name(kind)) + " is not a compute action");
+  return figures[index];
 }
 
 bool is_backward(ActionKind kind) {

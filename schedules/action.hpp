@@ -59,6 +59,11 @@ bool is_sharding(ActionKind kind);
 /// RESHARD, REDUCE_GRAD and OPTIM.
 bool has_microbatch(ActionKind kind);
 
+/// The figure of a compute action's kind: `f`, `b`, `i` or `w` for F, B, I or W, `optimizer`
+/// for OPTIM (seconds, FLOPs, whatever the caller measures). Throws std::logic_error for the
+/// other kinds.
+double of_kind(ActionKind kind, double f, double b, double i, double w, double optimizer);
+
 /// Canonical text form: stage, kind, microbatch (omitted for the stage-level kinds), e.g.
 /// "1SEND_F0", "0REDUCE_GRAD".
 std::string to_string(const Action& action);

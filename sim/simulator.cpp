@@ -26,6 +26,7 @@ namespace {
 
 using sched::Action;
 using sched::ActionKind;
+using sched::of_kind;
 
 int payload_token = 0;  // SimGrid moves a pointer; the byte count is what it times
 
@@ -99,17 +100,6 @@ InstanceDraw draw_instance(World& world, int rank, const Action& a) {
   draw.weight = log_normal(0, profile->concurrency_log_variance(busy * members) -
                                   profile->concurrency_log_variance(members));
   return draw;
-}
-
-// The figure of a compute action's kind: F, B, I, W, or the optimizer step for OPTIM.
-double of_kind(ActionKind kind, double f, double b, double i, double w, double optimizer) {
-  if (kind == ActionKind::OPTIM) return optimizer;
-  const double figures[] = {f, b, i, w};  // ActionKind's order
-  const auto index = static_cast<size_t>(kind);
-  if (index >= std::size(figures))
-    throw std::logic_error("simulator: " + std::string(sched::kind_name(kind)) +
-                           " is not a compute action");
-  return figures[index];
 }
 
 // Seconds of a compute action alone on its device when they are known rather than derived from

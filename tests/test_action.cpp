@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <stdexcept>
 
 #include "schedules/action.hpp"
 
@@ -36,4 +37,16 @@ TEST_CASE("malformed action texts are rejected") {
     CAPTURE(text);
     CHECK_FALSE(parse_action(text).has_value());
   }
+}
+
+TEST_CASE("of_kind picks the compute kind's figure and refuses the other kinds") {
+  using dtwin::sched::ActionKind;
+  using dtwin::sched::of_kind;
+  CHECK(of_kind(ActionKind::F, 1, 2, 3, 4, 5) == 1);
+  CHECK(of_kind(ActionKind::B, 1, 2, 3, 4, 5) == 2);
+  CHECK(of_kind(ActionKind::I, 1, 2, 3, 4, 5) == 3);
+  CHECK(of_kind(ActionKind::W, 1, 2, 3, 4, 5) == 4);
+  CHECK(of_kind(ActionKind::OPTIM, 1, 2, 3, 4, 5) == 5);
+  CHECK_THROWS_AS(of_kind(ActionKind::SEND_F, 1, 2, 3, 4, 5), std::logic_error);
+  CHECK_THROWS_AS(of_kind(ActionKind::ALLREDUCE, 1, 2, 3, 4, 5), std::logic_error);
 }
