@@ -36,7 +36,7 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                   "(message up to 32 ranks per group)")
       ->check(CLI::IsMember({"auto", "message", "flow"}));
   cmd->add_option("--steps", options->steps,
-                  "Steps to simulate: 1 = the step of the profile's medians; default 64 sampled "
+                  "Steps to simulate: 1 = the step of the profile's figures; default 64 sampled "
                   "steps where the profile measured variation, else 1")
       ->check(CLI::Range(1, 100000));
 }

@@ -21,8 +21,8 @@ inline constexpr int kSampledSteps = 64;
 
 /// The options `dtwin simulate` and `dtwin run` simulate with: `profile` (may be null), seeded by
 /// training.seed, and kSampledSteps sampled steps where the profile measured a stage's variation
-/// (StageSeconds::variation > 0), else 1, the deterministic step of the medians (no profile, or
-/// one made before variation was measured).
+/// (StageSeconds::variation > 0), else 1, the deterministic step of the profile's figures (no
+/// profile, or one made before variation was measured).
 sim::SimOptions profiled_options(const Scenario& scenario, const Profile* profile);
 
 /// Simulates options.steps steps and writes DIR/predicted.trace.json and

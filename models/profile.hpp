@@ -73,7 +73,7 @@ struct StageSeconds {
   /// Coefficient of variation (standard deviation / mean, dimensionless) of one F, B, I or W of
   /// this stage between steps, beyond what all the actions of a step share (the machine's speed
   /// over a step): the independent spread that makes a step of varying actions longer on
-  /// average than the step of their medians wherever one action waits for the later of two.
+  /// average than the step of their mean seconds wherever one action waits for the later of two.
   /// 0: not measured (the simulator then times every step alike).
   double variation = 0;
   /// Seconds the stage's data-parallel gradient synchronisation works on its rank's core beside

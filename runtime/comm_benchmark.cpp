@@ -6,9 +6,9 @@
 #include <functional>
 
 #include "runtime/clock.hpp"
-#include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
+#include "runtime/sample_statistics.hpp"
 
 namespace dtwin::rt {
 

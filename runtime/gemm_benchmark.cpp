@@ -4,8 +4,8 @@
 
 #include <stdexcept>
 
-#include "runtime/median.hpp"
 #include "runtime/rank_device.hpp"
+#include "runtime/sample_statistics.hpp"
 
 namespace dtwin::rt {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runtime/comm_benchmark.hpp"
-#include "runtime/median.hpp"
 #include "runtime/process_groups.hpp"
+#include "runtime/sample_statistics.hpp"
 
 namespace dtwin::rt {
 void calibrate_network(const Scenario& scenario, const RankEnv& env, double message_bytes,

@@ -30,10 +30,11 @@ struct ProfileOptions {
 };
 
 /// Measures, with the thread count each rank will train with (runtime.threads, or the cores
-/// shared by the scenario's world size), the median seconds of F, B, I, W and the optimizer
-/// step of every stage at the scenario's micro-batch size, gradients accumulating over
-/// layout.microbatches microbatches per step as in training (in the schedule's order, with
-/// options.schedule); the point-to-point latency and
+/// shared by the scenario's world size), the seconds of F, B, I, W and the optimizer step of
+/// every stage at the scenario's micro-batch size, gradients accumulating over
+/// layout.microbatches microbatches per step as in training (with options.schedule, the means
+/// of its actions replayed in the schedule's order; kinds it lacks, and without it, medians
+/// timed alone); the point-to-point latency and
 /// bandwidth of Gloo between two ranks over loopback sockets; the seconds of the model's GEMMs
 /// (model_gemms, measure_gemms) at the training precision on the rank's device; and all-reduce
 /// seconds against message size over a Gloo group of layout.dp ranks (none when dp = 1); and, with

@@ -30,8 +30,8 @@ struct SimOptions {
   /// profile's variation for its stage (StageSeconds::variation), and a log-normal weight in
   /// the sharing of its host's cores (Profile::concurrency_variation), both drawn from `seed`;
   /// the summary is the mean over the steps (trace::summarize_steps): the expected step of actions
-  /// that vary, which is longer than the step of their medians wherever an action waits for
-  /// the later of two. 1: the deterministic step of the medians.
+  /// that vary, which is longer than the step of their mean seconds wherever an action waits
+  /// for the later of two. 1: the deterministic step of the profile's figures.
   int steps = 1;
   std::uint64_t seed = 0;
 };

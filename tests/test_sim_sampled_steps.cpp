@@ -29,8 +29,8 @@ Scenario layout(int dp, int pp, int m) {
 
 struct Sampled {
   double mean_step = 0, step_sd = 0;
-  std::vector<double> step_times;           // per step: latest end - earliest start
-  std::vector<double> forward_over_median;  // every F's CPU time / the profiled 1 ms
+  std::vector<double> step_times;             // per step: latest end - earliest start
+  std::vector<double> forward_over_profiled;  // every F's CPU time / the profiled 1 ms
 };
 
 // Simulates `steps` steps of `scenario` with F = 1 ms, B = 2 ms and `variation` on every stage.
@@ -62,13 +62,13 @@ Sampled sample(const Scenario& scenario, int steps, double variation, std::uint6
   Sampled s{out[0], out[1]};
   const auto n = static_cast<std::size_t>(out[2]);
   s.step_times.assign(out.begin() + 3, out.begin() + 3 + n);
-  s.forward_over_median.assign(out.begin() + 3 + n, out.end());
+  s.forward_over_profiled.assign(out.begin() + 3 + n, out.end());
   return s;
 }
 
 }  // namespace
 
-TEST_CASE("sampled steps without variation repeat the step of the medians") {
+TEST_CASE("sampled steps without variation repeat the deterministic step") {
   const Scenario pipe = layout(1, 4, 8);
   const Sampled one = sample(pipe, 1, 0);
   const Sampled four = sample(pipe, 4, 0);
@@ -85,20 +85,20 @@ TEST_CASE("varying compute lengthens the mean step where actions wait for the la
        {std::pair{"1F1B, 4 stages, 8 microbatches", layout(1, 4, 8)},
         std::pair{"two replicas meeting at the all-reduce", layout(2, 1, 4)}}) {
     INFO(name);
-    const double median_step = sample(scenario, 1, v).mean_step;
+    const double deterministic_step = sample(scenario, 1, v).mean_step;
     const Sampled sampled = sample(scenario, 400, v);
     REQUIRE(sampled.step_times.size() == 400);
     // Each F's factor is log-normal of mean 1 and coefficient of variation v.
     double sum = 0, squares = 0;
-    for (double x : sampled.forward_over_median) sum += x, squares += x * x;
-    const double n = static_cast<double>(sampled.forward_over_median.size());
+    for (double x : sampled.forward_over_profiled) sum += x, squares += x * x;
+    const double n = static_cast<double>(sampled.forward_over_profiled.size());
     const double mean = sum / n;
     CHECK(mean == Approx(1).epsilon(0.02));
     CHECK(std::sqrt(squares / n - mean * mean) / mean == Approx(v).epsilon(0.1));
-    // The steps differ, and their mean exceeds the step of the medians by far more than its
+    // The steps differ, and their mean exceeds the deterministic step by far more than its
     // standard error (sd / 20).
-    CHECK(sampled.step_sd > 0.02 * median_step);
-    CHECK(sampled.mean_step > median_step + 5 * sampled.step_sd / 20);
+    CHECK(sampled.step_sd > 0.02 * deterministic_step);
+    CHECK(sampled.mean_step > deterministic_step + 5 * sampled.step_sd / 20);
   }
 }
 
