@@ -148,7 +148,7 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
 // predicts the mean step and draws each action about its figure with a factor of mean 1, and
 // the right tail that a median leaves out (a page fault, a preemption, the other processes)
 // recurs in training. Replayed F and B run 0.2-4.1% above their medians (quickstart, dp2 and
-// pp2-interleaved), dp2's ALLREDUCE 10.7%, and training's actions 1.5-6.4% above theirs. Sets
+// pp2-interleaved), dp2's ALLREDUCE 10.7%, and training's actions 0.4-6.4% above theirs. Sets
 // each stage's variation from the same steps (step_variation of their compute, the
 // collectives' seconds taken out), and the CPU of the collectives' helper threads
 // (measure_collective_cpu).
