@@ -84,6 +84,9 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   }
   print_per_busy_count("wake delay after a 1 ms nap", profile.wake_delay);
   print_per_busy_count("late receive of one pipeline message", profile.late_receive);
+  if (profile.p2p_cpu_s_per_byte > 0)
+    std::printf("helper threads' CPU per byte of a pipeline message, both ends: %.3f ns\n",
+                profile.p2p_cpu_s_per_byte * 1e9);
   report_gemms(scenario, profile, target);
   return target;
 }

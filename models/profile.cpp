@@ -236,6 +236,7 @@ bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
          p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
          p2p_concurrency == other.p2p_concurrency &&
+         p2p_cpu_s_per_byte == other.p2p_cpu_s_per_byte &&
          inter_host_latency == other.inter_host_latency &&
          inter_host_bandwidth == other.inter_host_bandwidth &&
          inter_host_queue_delay == other.inter_host_queue_delay && allreduce == other.allreduce &&
@@ -269,12 +270,13 @@ Profile load_profile(const std::string& path) {
   for (const Field& f : items(origin, root.get("stages"), "a non-empty list of stages", false)) {
     p.stages.push_back(read_stage(origin, f));
   }
-  const Section p2p = root.section("p2p", {"latency", "bandwidth", "concurrency"});
+  const Section p2p = root.section("p2p", {"latency", "bandwidth", "concurrency", "cpu_per_byte"});
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
   if (const std::optional<Field> curve = p2p.find("concurrency"))
     read_curve(origin, *curve, "a non-empty list of slowdowns, one per count of transfers", true,
                p.p2p_concurrency);
+  p2p.quantity("cpu_per_byte", Quantity::Count, false, p.p2p_cpu_s_per_byte);
   if (const auto inter =
           root.optional_section("inter_host", {"latency", "bandwidth", "queue_delay"})) {
     p.inter_host_latency = inter->quantity("latency", Quantity::Latency, false);
@@ -321,6 +323,8 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
   out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);
   write_curve(out, "concurrency", profile.p2p_concurrency);
+  if (profile.p2p_cpu_s_per_byte > 0)
+    out << YAML::Key << "cpu_per_byte" << YAML::Value << number(profile.p2p_cpu_s_per_byte);
   out << YAML::EndMap;
   if (profile.inter_host_bandwidth > 0) {
     out << YAML::Key << "inter_host" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -24,7 +24,9 @@
 //                                  # (StageSeconds::variation)
 //   p2p: {latency: 20us, bandwidth: 2GB/s}
 //                                  # optional in p2p: concurrency: [1, 1.9], the slowdown of one
-//                                  # transfer with k = 1, 2, ... transfers at once on one host
+//                                  # transfer with k = 1, 2, ... transfers at once on one host;
+//                                  # cpu_per_byte: 2.5e-9, CPU seconds per byte of a pipeline
+//                                  # message, both ends' helper threads together
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //                                  # optional in inter_host: queue_delay: 4ms, the wait of a
 //                                  # small message behind a pipeline message sent just before it
@@ -137,6 +139,11 @@ struct Profile {
   /// p2p_concurrency[k-1] = seconds with k / seconds alone. Empty: not measured, and the
   /// simulator shares one p2p_bandwidth among them.
   std::vector<double> p2p_concurrency;
+  /// CPU seconds per byte of a pipeline message that the two ends' helper threads together run
+  /// on their hosts' cores (Gloo's progress threads copying through the sockets), measured with
+  /// the late receive's pair of processes while they compute between messages, as pipeline
+  /// ranks do. 0: not measured.
+  double p2p_cpu_s_per_byte = 0;
   /// Measured between the hosts of a multi-host launch (median over host pairs): one-way
   /// seconds of a small message and bytes/s of a large one; 0 when not measured.
   double inter_host_latency = 0;

@@ -41,6 +41,12 @@ constexpr double kPairTimeout = 60;     // seconds the late-receive pair waits f
 constexpr int kMinMessages = 30;        // late-receive messages per point, at least (a long tail)
 constexpr int kMaxMessages = 80;        // and at most
 
+// `cpu`, the CPU seconds a probe's other threads ran during its messages, when those are its
+// helper threads alone (one intra-op thread: no OpenMP workers among them), else -1.
+double helper_cpu_or_unknown(double cpu) {
+  return at::get_num_threads() == 1 ? cpu : -1;
+}
+
 // A running probe process, its stdin and stdout one socket.
 struct Probe {
   int rank = 0;
@@ -100,11 +106,13 @@ std::string read_line(Probe& probe) {
   throw std::runtime_error(fmt::format("compute probe of rank {} closed its output", probe.rank));
 }
 
-// What a probe reports of a measurement: seconds per pass (or per wake-up) and, for "go", the
-// log-seconds' squares of its F and B about their means in the window.
+// What a probe reports of a measurement: seconds per pass (or per wake-up, or per late receive)
+// and, for "go", the log-seconds' squares of its F and B about their means in the window; for
+// "send", its helper threads' CPU seconds per message (negative: not attributable).
 struct Reading {
   double seconds = 0;
   LogSquares squares;
+  double helper_cpu = 0;
 };
 
 // The probes, started once and reused for every measurement; killed if still running at the end.
@@ -150,20 +158,24 @@ class Probes {
     for (Probe& p : probes_) finish(p);
   }
 
-  // Waits for the started probes `which`; returns each one's report "COUNT SECONDS [SQUARES DF]":
-  // SECONDS over COUNT (per pass for "go", per wake-up for "wake") and, for "go", the squares.
+  // Waits for the started probes `which`; returns each one's report "COUNT SECONDS [SQUARES DF]"
+  // ("go", "wake", "recv") or "COUNT 0 HELPER_CPU" ("send"): SECONDS and HELPER_CPU over
+  // COUNT (per pass, wake-up or message) and, for "go", the squares.
   std::vector<Reading> collect(const std::vector<int>& which) {
     std::vector<Reading> out;
     for (int i : which) {
       int count = 0;
       Reading r;
+      double third = 0;
       const std::string line = read_line(probes_[i]);
-      const int fields = std::sscanf(line.c_str(), "%d %lf %lf %d", &count, &r.seconds,
-                                     &r.squares.sum, &r.squares.df);
+      const int fields =
+          std::sscanf(line.c_str(), "%d %lf %lf %d", &count, &r.seconds, &third, &r.squares.df);
       if (fields < 2 || count < 1 || (fields == 4 && r.squares.df < 0))
         throw std::runtime_error(
             fmt::format("compute probe of rank {} wrote '{}'", probes_[i].rank, line));
+      if (fields == 4) r.squares.sum = third;
       if (fields != 4) r.squares = {};
+      if (fields == 3) r.helper_cpu = third < 0 ? -1 : third / count;
       r.seconds /= count;
       out.push_back(r);
     }
@@ -226,9 +238,10 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
     double window_s = 0;
     int messages = 0, computes = 0;
     if (std::sscanf(line.c_str(), "send %d %d", &messages, &computes) == 2) {
-      send_late_receive_messages(*connect(), messages, cost.boundary_bytes(),
-                                 computes ? Activity(pass) : Activity([] {}));
-      std::cout << "probe " << messages << " 0" << std::endl;
+      const double cpu = send_late_receive_messages(*connect(), messages, cost.boundary_bytes(),
+                                                    computes ? Activity(pass) : Activity([] {}));
+      std::cout << "probe " << messages << " 0 " << fmt::format("{}", helper_cpu_or_unknown(cpu))
+                << std::endl;
       continue;
     }
     if (std::sscanf(line.c_str(), "recv %d", &messages) == 1) {
@@ -346,15 +359,23 @@ ConcurrencyFigures measure_concurrency(const Scenario& scenario,
   const int messages =
       std::clamp(static_cast<int>(2 * window_s / sender_pass), kMinMessages, kMaxMessages);
   std::vector<int> hogs;
+  // Both ends' helper CPU per message, from j = 1 (the sender computing): twice the sender's.
+  // The receiver's helper threads ran about as long as its late receive lasted (2.6 and 3.7 ms
+  // per message at j = 1 and 2 on the quickstart, against 0.24 and 0.31 ms at the sender),
+  // which training's ranks do not show (0.3-0.5 ms per message and end).
+  std::vector<double> helper_cpu;
   for (int j = 0; j < ranks; ++j) {
     if (j > 1) hogs.push_back(j);
     probes.send(0, fmt::format("recv {}", messages));
     probes.send(1, fmt::format("send {} {}", messages, j > 0 ? 1 : 0));
     probes.start(hogs, 1.2 * messages * sender_pass);
     figures.late_receive.push_back(probes.collect({0}).front().seconds);
-    probes.collect({1});
+    const Reading sent = probes.collect({1}).front();
+    if (j > 0 && sent.helper_cpu >= 0) helper_cpu.push_back(2 * sent.helper_cpu);
     probes.collect(hogs);
   }
+  if (!helper_cpu.empty())
+    figures.p2p_cpu_s_per_byte = mean(helper_cpu) / CostModel(scenario).boundary_bytes();
   probes.finish_all();
   return figures;
 }

@@ -27,8 +27,10 @@ std::vector<int> stages_of_rank(const Scenario& scenario, int rank);
 /// the seconds it woke after their ends, summed. Probes 0 and 1 pair over Gloo through the store at
 /// 127.0.0.1:`store_port` on their first "send N C" or "recv N": probe 1 sends N pipeline
 /// messages (CostModel::boundary_bytes), running a pass after posting each when C is 1, and
-/// writes "probe N 0"; probe 0 runs its forwards and then receives each, and writes
-/// "probe N TOTAL", TOTAL the seconds of the N late receives (receive_late_messages). Returns
+/// writes "probe N 0 CPU", CPU the seconds its other threads (Gloo's) ran during the N messages
+/// (-1 with more than one intra-op thread, whose workers would count); probe 0 runs its forwards
+/// and then receives each, and writes "probe N TOTAL", TOTAL the seconds of the N late receives
+/// (receive_late_messages). Returns
 /// 0 when stdin closes; throws std::runtime_error for any other line.
 int run_compute_probe(const Scenario& scenario, int rank, const std::string& data_dir,
                       int store_port);
@@ -39,6 +41,7 @@ struct ConcurrencyFigures {
   std::vector<double> wake_delay;    ///< Profile::wake_delay
   std::vector<double> late_receive;  ///< Profile::late_receive
   std::vector<double> variation;     ///< Profile::concurrency_variation
+  double p2p_cpu_s_per_byte = 0;     ///< Profile::p2p_cpu_s_per_byte
 };
 
 /// Measures Profile::concurrency for k = 1 ... cluster.ranks_per_device with one probe process
@@ -54,8 +57,10 @@ struct ConcurrencyFigures {
 /// ranks_per_device - 1 (empty without a second rank). Then Profile::late_receive: probe 0's
 /// mean late receive from probe 1 ("recv"/"send") with j = 0 ... ranks_per_device - 1 other
 /// probes computing: probe 1 from j = 1, probes 2 .. j beside it; each point takes 30 to 80
-/// messages, about two measuring windows of probe 1's passes. The probes pair through a store
-/// this process hosts on a free port of 127.0.0.1. `probe_command`: the arguments that make
+/// messages, about two measuring windows of probe 1's passes. From the same messages, from j = 1,
+/// Profile::p2p_cpu_s_per_byte: twice the sending probe's helper CPU per message (both ends'),
+/// over the message's bytes, mean over j (0 where not attributable). The probes pair through a
+/// store this process hosts on a free port of 127.0.0.1. `probe_command`: the arguments that make
 /// this executable (/proc/self/exe) run run_compute_probe on the same scenario; "--rank R
 /// --store-port P" is appended. Throws std::runtime_error when a probe cannot start, fails, or
 /// writes anything else.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "models/cpu_clock.hpp"
 #include "runtime/clock.hpp"
 
 namespace dtwin::rt {
@@ -19,11 +20,12 @@ std::vector<torch::Tensor> fp32_message(int64_t elements) {
 
 }  // namespace
 
-void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
-                                const Activity& between) {
+double send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
+                                  const Activity& between) {
   const int peer = 1 - pair.getRank();
   std::vector<torch::Tensor> payload = fp32_message(static_cast<int64_t>(bytes / 4)),
                              posted = fp32_message(1);
+  const double helpers_start = other_threads_cpu_seconds();
   for (int m = 0; m < messages; ++m) {
     const auto sent = pair.send(payload, peer, kPayload);
     const auto told = pair.send(posted, peer, kPosted);
@@ -31,6 +33,7 @@ void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
     sent->wait();
     told->wait();
   }
+  return other_threads_cpu_seconds() - helpers_start;
 }
 
 double receive_late_messages(c10d::Backend& pair, int messages, double bytes,

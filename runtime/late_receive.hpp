@@ -15,9 +15,10 @@ namespace dtwin::rt {
 using Activity = std::function<void()>;
 
 /// The sending side: `messages` times, posts a send of `bytes` (fp32) to rank 1 - me of `pair`
-/// and then a one-element message saying so, runs `between` and waits for both sends.
-void send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
-                                const Activity& between);
+/// and then a one-element message saying so, runs `between` and waits for both sends. Returns
+/// the CPU seconds this process's other threads (Gloo's progress threads) ran meanwhile.
+double send_late_receive_messages(c10d::Backend& pair, int messages, double bytes,
+                                  const Activity& between);
 
 /// The receiving side: `messages` times, receives the peer's word that its send is posted, runs
 /// `before` and then receives the payload, so that each receive is posted after its send and,

@@ -319,6 +319,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     profile.concurrency_variation = std::move(figures.variation);
     profile.wake_delay = std::move(figures.wake_delay);
     profile.late_receive = std::move(figures.late_receive);
+    profile.p2p_cpu_s_per_byte = figures.p2p_cpu_s_per_byte;
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats, scenario.layout.zero > 0, scenario.runtime);

@@ -135,6 +135,15 @@ TEST_CASE("dtwin profile measures the slowdown of 1, 2 and 3 rank processes comp
   CHECK(l0 > 0);
   CHECK(l1 > 0);
   CHECK(l2 > 0);
+  // The sending probe's Gloo threads worked for its messages (attributable with one intra-op
+  // thread per probe): some CPU per byte, less than 10 ms for one 96 KiB message.
+  const auto cpu = text.find("cpu_per_byte: ");
+  CHECK((cpu != std::string::npos) == (threads == 1));
+  if (cpu != std::string::npos) {
+    const double per_byte = std::stod(text.substr(cpu + 14));
+    CHECK(per_byte > 0);
+    CHECK(per_byte * 96 * 256 * 4 < 1e-2);
+  }
 }
 
 TEST_CASE(

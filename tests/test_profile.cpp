@@ -138,6 +138,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.concurrency = {1, 1.1044, 5.0 / 3};
   p.concurrency_variation = {0.03, 1.0 / 13, 0.25};
   p.p2p_concurrency = {1, 1.0 / 0.9};
+  p.p2p_cpu_s_per_byte = 1.0 / 3e8;
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
   p.gemms = {{"qkv", 256, 864, 288, 1.0 / 3000}, {"lm_head \"wgrad\"", 288, 32000, 256, 2e-3}};
@@ -169,6 +170,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.concurrency.pop_back(); },
         [](Profile& q) { q.concurrency_variation.pop_back(); },
         [](Profile& q) { q.p2p_concurrency.clear(); },
+        [](Profile& q) { q.p2p_cpu_s_per_byte = 0; },
         [](Profile& q) { q.wake_delay.pop_back(); },
         [](Profile& q) { q.late_receive.pop_back(); },
         [](Profile& q) { q.allgather.pop_back(); },
