@@ -173,8 +173,7 @@ class Probes {
       if (fields < 2 || count < 1 || (fields == 4 && r.squares.df < 0))
         throw std::runtime_error(
             fmt::format("compute probe of rank {} wrote '{}'", probes_[i].rank, line));
-      if (fields == 4) r.squares.sum = third;
-      if (fields != 4) r.squares = {};
+      if (fields == 4) r.squares.sum = third;  // sscanf left df at 0 otherwise
       if (fields == 3) r.helper_cpu = third < 0 ? -1 : third / count;
       r.seconds /= count;
       out.push_back(r);
