@@ -3,15 +3,23 @@
 // `dtwin run|profile|train ...` execs it with the same arguments; the launcher starts each rank
 // as this executable.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/plan_training.hpp"
+#include "runtime/cpu_scheduling.hpp"
 #include "runtime/heap_policy.hpp"
 
 int main(int argc, char** argv) {
-  dtwin::rt::keep_freed_heap_memory();  // every rank, probe and profile alike
+  // Every rank, probe and profile alike, and the processes they start.
+  dtwin::rt::keep_freed_heap_memory();
+  if (!dtwin::rt::schedule_threads_as_batch())
+    std::fprintf(stderr, "dtwin-runtime: warning: cannot run under SCHED_BATCH (%s)\n",
+                 std::strerror(errno));
   CLI::App app{"dtwin: simulate and run distributed LLM training schedules"};
   int exit_code = 0;
   dtwin::add_run_command(app, exit_code);
