@@ -142,7 +142,10 @@ struct Profile {
   /// CPU seconds per byte of a pipeline message that the two ends' helper threads together run
   /// on their hosts' cores (Gloo's progress threads copying through the sockets), measured with
   /// the late receive's pair of processes while they compute between messages, as pipeline
-  /// ranks do. 0: not measured.
+  /// ranks do. 0: not measured. Reported, not simulated: under SCHED_BATCH (the runtime's
+  /// policy) these threads do not preempt a pass; training's passes do not wait for them (96-97%
+  /// of pp2-interleaved's waited under 5% of their CPU for a core), and charging them beside
+  /// the passes put the pipelines' steps long (README, "Prediction benchmark", runs BD-BF).
   double p2p_cpu_s_per_byte = 0;
   /// Measured between the hosts of a multi-host launch (median over host pairs): one-way
   /// seconds of a small message and bytes/s of a large one; 0 when not measured.

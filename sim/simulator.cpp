@@ -383,23 +383,6 @@ void finish_late_receive(World& world, double posted, int busy) {
   if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
 }
 
-// Runs the CPU work of the helper threads of a pipeline message of `bytes` from `sender` to
-// `receiver` (Profile::p2p_cpu_s_per_byte, half at each end) on each end's host, in actors of
-// their own: Gloo's progress threads copy through the sockets while the ranks go on, and take
-// cores from the ranks computing there. Only where the profile measured it, on CPU devices.
-void run_p2p_helpers(const World& world, int sender, int receiver, double bytes) {
-  const Profile* profile = world.options.profile;
-  if (!profile || profile->p2p_cpu_s_per_byte <= 0 ||
-      world.scenario.cluster.device.kind != DeviceKind::Cpu)
-    return;
-  const double seconds = profile->p2p_cpu_s_per_byte * bytes / 2;
-  for (const int rank : {sender, receiver}) {
-    sg4::Host* host = world.platform.rank_hosts[rank];
-    sg4::Actor::create("p2p-helper", host,
-                       [seconds, host] { sg4::this_actor::execute(seconds * host->get_speed()); });
-  }
-}
-
 // One step of `rank`'s list of actions; `last_gradient`: last_gradient_actions of the list.
 void run_step(World& world, int rank, int step, const std::map<int, size_t>& last_gradient) {
   const sched::Layout& layout = world.schedule.layout;
@@ -445,7 +428,6 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         event.end = sg4::Engine::get_clock();
         const auto [sender, index] = world.send_of.at(box);
         count_transfer(world, sender, rank, -1);
-        run_p2p_helpers(world, sender, rank, bytes);
         trace::TimedAction& send = world.sends[sender][index];
         send.end = event.end;
         event.exposed_comm = event.end - std::max(event.start, send.start);

@@ -254,29 +254,6 @@ TEST_CASE("a receive posted after its send lasts the late-receive time from its 
   CHECK(two_stage_gpipe_step(&Profile::late_receive, {1e-9, 1e-9}) == Approx(plain));
 }
 
-TEST_CASE("a pipeline message's helper CPU shares the cores of a CPU device with its ranks") {
-  // GPipe, 2 stages on one 2-core device, 2 microbatches (F 1 ms, B 2 ms): 9 ms. Each of the 4
-  // messages' helper threads run 0.2 ms of CPU at each end on the device, beside the ranks
-  // computing (both do while 0F0's activation lands): the step grows, by less than the step's
-  // 1.6 ms of helper CPU. A GPU device's transfers leave its host's cores alone.
-  const double per_end = 2e-4;
-  const auto step = [&](DeviceKind kind, bool helpers) {
-    Scenario pipe = pipeline("gpipe", 2, 2, 1);
-    pipe.cluster.devices_per_node = 1;
-    pipe.cluster.ranks_per_device = 2;
-    pipe.cluster.device.cores = 2;
-    pipe.cluster.device.kind = kind;
-    return simulate_profiled(pipe, [&](Profile& profile, const CostModel& cost) {
-      profile.p2p_cpu_s_per_byte = helpers ? 2 * per_end / cost.boundary_bytes() : 0;
-    })[0];
-  };
-  CHECK(step(DeviceKind::Cpu, false) == Approx(9e-3).epsilon(1e-6));
-  const double shared = step(DeviceKind::Cpu, true);
-  CHECK(shared > 9e-3 + per_end / 2);
-  CHECK(shared < 9e-3 + 4 * 2 * per_end);
-  CHECK(step(DeviceKind::Gpu, true) == Approx(step(DeviceKind::Gpu, false)).epsilon(1e-9));
-}
-
 TEST_CASE(
     "a late receive between nodes starts its transfer the queue delay later behind a "
     "transfer the other way") {
