@@ -143,7 +143,7 @@ struct Profile {
   /// on their hosts' cores (Gloo's progress threads copying through the sockets), measured with
   /// the late receive's pair of processes while they compute between messages, as pipeline
   /// ranks do. 0: not measured. Reported, not simulated: under SCHED_BATCH (the runtime's
-  /// policy) these threads do not preempt a pass; training's passes do not wait for them (96-97%
+  /// policy) these threads do not preempt a pass; training's passes do not wait for them (95-97%
   /// of pp2-interleaved's waited under 5% of their CPU for a core), and charging them beside
   /// the passes put the pipelines' steps long (README, "Prediction benchmark", runs BD-BF).
   double p2p_cpu_s_per_byte = 0;
