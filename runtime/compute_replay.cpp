@@ -106,7 +106,7 @@ struct ReplayStage {
   void step() {
     if (!zero) {
       optimizer->step();
-      optimizer->zero_grad();
+      optimizer->zero_grad(/*set_to_none=*/false);  // as the executor's
       return;
     }
     zero->step();  // the full parameters keep their values: UNSHARD's work, not OPTIM's

@@ -7,6 +7,7 @@
 #include "models/tensor_parallel.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
+#include "schedules/send_release.hpp"
 #include "schedules/transfer.hpp"
 
 namespace dtwin::rt {
@@ -74,7 +75,8 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
                 {ActionKind::UNSHARD, &Executor::unshard},
                 {ActionKind::RESHARD, &Executor::reshard},
                 {ActionKind::REDUCE_GRAD, &Executor::reduce_gradients},
-                {ActionKind::OPTIM, &Executor::optimizer_step}} {
+                {ActionKind::OPTIM, &Executor::optimizer_step}},
+      send_release_(sched::send_release_points(schedule, rank_)) {
   if (!scenario.layout.gradient_buckets()) return;
   const sched::ActionList& actions = schedule.ranks.at(rank_);
   for (std::size_t i = 0; i < actions.size(); ++i)
@@ -116,18 +118,18 @@ Executor::StepResult Executor::run_step(int64_t step) {
     events_.push_back({rank_, a, static_cast<int>(step), start, clock_.now(), exposed_});
     if (tp && device_.is_cpu())
       events_.back().comm_cpu = tp->collective_helper_cpu_seconds() - helper_start;
+    // A send that this receive proves delivered is waited for now, without blocking, and its
+    // message freed (sched::send_release_points).
+    std::erase_if(sends_, [&](const PendingSend& pending) {
+      if (pending.release != static_cast<int>(index)) return false;
+      finish_send(pending);
+      return true;
+    });
   }
-  // Gloo completes a send only when its sender waits for it, so the sends are waited for here,
-  // at the end of the step, each charged with its own wait (write_measured later ends each
-  // SEND when its receiver got it).
-  for (PendingSend& pending : sends_) {
-    const double start = clock_.now();
-    for (const auto& work : pending.works)
-      wait(work, events_[pending.event].action, {pending.peer});
-    trace::TimedAction& event = events_[pending.event];
-    event.end = clock_.now();
-    event.exposed_comm = event.end - start;
-  }
+  // Gloo completes a send only when its sender waits for it, so the sends that no receive
+  // proved delivered are waited for here, at the end of the step (write_measured later ends
+  // each SEND when its receiver got it).
+  for (const PendingSend& pending : sends_) finish_send(pending);
   sends_.clear();
   timer_->finish_step(events_);
   inputs_.clear();
@@ -137,6 +139,14 @@ Executor::StepResult Executor::run_step(int64_t step) {
   input_grads_.clear();
   stashes_.clear();
   return {events_, loss_count_ > 0 ? loss_sum_.item<double>() : 0, loss_count_};
+}
+
+void Executor::finish_send(const PendingSend& pending) {
+  const double start = clock_.now();
+  for (const auto& work : pending.works) wait(work, events_[pending.event].action, {pending.peer});
+  trace::TimedAction& event = events_[pending.event];
+  event.end = clock_.now();
+  event.exposed_comm = event.end - start;
 }
 
 void Executor::wait(c10::intrusive_ptr<c10d::Work> work, const Action& a,
@@ -257,7 +267,9 @@ void Executor::send(const Action& a) {
   }
   std::vector<torch::Tensor> message{tensor.contiguous()};
   if (device_.is_cpu()) message.push_back(torch::full({1}, clock_.now(), torch::kFloat64));
-  sends_.push_back({transfer(a, message), message, events_.size(), process_of(peer_rank(a))});
+  const std::size_t index = events_.size();  // this action's, its event not yet recorded
+  sends_.push_back(
+      {transfer(a, message), message, index, process_of(peer_rank(a)), send_release_.at(index)});
 }
 
 void Executor::receive(const Action& a) {
@@ -315,7 +327,10 @@ void Executor::optimizer_step(const Action& a) {
     return;
   }
   stage.optimizer->step();
-  stage.optimizer->zero_grad();
+  // Zeroed, not freed: the gradients stay allocated between steps, as Megatron-LM's gradient
+  // buffers do and the memory model counts them (models/schedule_memory.hpp); freed, GPipe's
+  // first backward would run without them.
+  stage.optimizer->zero_grad(/*set_to_none=*/false);
 }
 
 }  // namespace dtwin::rt

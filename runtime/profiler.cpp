@@ -37,7 +37,7 @@ constexpr double kMemberTimeout = 120;  // s a profile member waits for the othe
 // Times F, B, I, W and the optimizer step of one stage, one microbatch at a time, and the
 // tensor-parallel collectives inside F and B (as member `tp` of its group). As in training, the
 // gradients accumulate over layout.microbatches microbatches before the optimizer step and
-// zero_grad, so that only the first backward of a step allocates them.
+// zero_grad, which zeroes them as the executor's does.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
                            const TokenDataset& data, const ProfileOptions& options,
                            const nn::TensorParallelGroup& tp, const torch::Device& device) {
@@ -50,7 +50,7 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
   const auto optimizer_step = [&] {
     return timed([&] {
       optimizer.step();
-      optimizer.zero_grad();
+      optimizer.zero_grad(/*set_to_none=*/false);
     });
   };
   const int microbatches = scenario.layout.microbatches;

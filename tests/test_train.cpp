@@ -65,6 +65,7 @@ struct Trained {
   std::vector<double> losses;
   std::vector<double> model_states;  ///< measured, bytes per rank
   std::vector<double> comm_s;        ///< measured exposed communication, seconds per rank
+  std::vector<double> peak_memory;   ///< measured peak bytes of live tensors per rank
 };
 
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
@@ -76,7 +77,8 @@ Trained train_run(const std::string& name, const std::string& args) {
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   Trained trained{losses(dir), per_rank(dir, "measured.summary.json", "model_state_bytes"),
-                  per_rank(dir, "measured.summary.json", "comm_s")};
+                  per_rank(dir, "measured.summary.json", "comm_s"),
+                  per_rank(dir, "measured.summary.json", "peak_memory_bytes")};
   std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
   return trained;
 }
@@ -118,6 +120,19 @@ TEST_CASE("pipeline schedules train the single-rank model: pp=3 GPipe, 1F1B, ZB-
     CAPTURE(schedule);
     check_equal(train(std::string("pp3-") + schedule, layout_args(1, 3, 4, schedule)));
   }
+}
+
+TEST_CASE("a 1F1B rank frees what it sent once a receive proves it delivered") {
+  // 1F1B holds pp - rank microbatches whatever m is. Were the sends kept to the step's end, the
+  // middle rank would hold 2 more messages (an output and an input gradient, 16 KiB each here)
+  // per extra microbatch: 256 KiB from m = 4 to m = 12.
+  const double message = 64.0 * 64 * 4;
+  const std::vector<double> four = train_run("sends-m4", layout_args(1, 3, 4, "1f1b")).peak_memory;
+  const std::vector<double> twelve =
+      train_run("sends-m12", layout_args(1, 3, 12, "1f1b")).peak_memory;
+  REQUIRE(four.size() == 3);
+  REQUIRE(twelve.size() == 3);
+  CHECK(twelve[1] - four[1] < 2 * message);
 }
 
 TEST_CASE("interleaved 1F1B, pp=2 with v=3, trains the single-rank model") {
