@@ -209,6 +209,8 @@ CostModel::CostModel(const Scenario& scenario)
       s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
   const double layer_activation =
       layer_activation_bytes(layer_shape, l.recompute, model_.attention, bpe);
+  const double layer_input_backward_freed =
+      input_backward_freed_bytes(layer_shape, l.recompute, model_.attention, bpe);
   // With full recomputation the layer whose backward runs holds its recomputed activations, all
   // of them, until that backward ends (Chen et al. 2016 §3).
   const double recomputed_layer =
@@ -258,6 +260,7 @@ CostModel::CostModel(const Scenario& scenario)
     c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
     c.weight_backward_flops = L * matmul_flops;
     c.activation_bytes = L * layer_activation;
+    c.input_backward_freed_bytes = L * layer_input_backward_freed;
     if (L > 0) c.backward_workspace_bytes = recomputed_layer;
     c.tp_forward_s = L * layer_tp_forward;
     c.tp_input_backward_s = L * layer_tp_input_backward;
@@ -284,6 +287,9 @@ CostModel::CostModel(const Scenario& scenario)
       // Megatron-LM's does (Korthikanti et al. 2022 §4.3: 4·s·b·v bytes): it keeps their
       // log-softmax, and its backward holds two fp32 logit-sized gradients more.
       c.activation_bytes += T * V * kLossBytesPerElement / t;
+      // A split backward's I frees the log-softmax and stashes the logits' gradient for the
+      // head's W at the compute precision.
+      c.input_backward_freed_bytes += T * V * (kLossBytesPerElement - bpe) / t;
       c.backward_workspace_bytes =
           std::max(c.backward_workspace_bytes, 2 * T * V * kLossBytesPerElement / t);
       if (l.tp > 1) {  // the head input's gradient sum

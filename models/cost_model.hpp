@@ -58,6 +58,9 @@ struct StageCost {
   double recompute_flops = 0;        ///< the part of I that recomputes forward work
   double weight_backward_flops = 0;  ///< W: gradient w.r.t. weights, per microbatch
   double activation_bytes = 0;       ///< held from F until the backward frees them, per microbatch
+  /// The part of activation_bytes that a split backward's I frees, the rest held until W
+  /// (input_backward_freed_bytes of models/parallel_memory.hpp per layer), per microbatch.
+  double input_backward_freed_bytes = 0;
   double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs: the
                                         ///< logits' gradient, or a recomputed layer
   double optimizer_flops = 0;  ///< one AdamW step over the stage's parameters (/ dp under ZeRO)

@@ -83,6 +83,21 @@ double layer_activation_bytes(const LayerActivationShape& x, Recompute recompute
              : gpt_layer_bytes(x, recompute, attention, bytes_per_element);
 }
 
+double input_backward_freed_bytes(const LayerActivationShape& x, Recompute recompute,
+                                  Attention attention, double e) {
+  if (x.family != ModelFamily::Llama || recompute != Recompute::None) return 0;
+  const double sbh = x.s * x.b * x.h, t = x.t;
+  const double norm_shard = x.sequence_parallel ? t : 1;
+  // Freed: each norm's fp32 input and normalised value, 2·(4 + e)·sbh; rotated q, k and v, 3
+  // sbh; the softmax; the gate, up and SiLU outputs, 3 sbf. Stashed: the gradients of q, k, v
+  // (3 sbh) and of the gate and up projections (2 sbf), column-parallel; of the attention and
+  // down projections' outputs, row-parallel, whole (2 sbh).
+  const double softmax = attention == Attention::Eager ? x.a * x.s * x.s * x.b : 0;
+  const double sbf = x.s * x.b * x.f;
+  return 2 * (4 + e) * sbh / norm_shard + e * (3 * sbh + softmax + 3 * sbf) / t -
+         e * ((3 * sbh + 2 * sbf) / t + 2 * sbh);
+}
+
 double ring_half_seconds(double bytes, int n, double bandwidth, double latency) {
   if (n <= 1) return 0;
   return (n - 1) * (latency + bytes / (n * bandwidth));

@@ -68,6 +68,19 @@ struct LayerActivationShape {
 double layer_activation_bytes(const LayerActivationShape& shape, Recompute recompute,
                               Attention attention, double bytes_per_element);
 
+/// Bytes of layer_activation_bytes that a split backward's I frees per microbatch (zero-bubble
+/// pipelines, Qi et al. 2024), the rest staying until W; llama without recomputation only, 0
+/// otherwise (all kept until W). W needs each linear's input (the two RMSNorm outputs, the
+/// attention output, the SwiGLU product) and its output's gradient, which I stashes
+/// (models/split_linear.hpp): q, k, v (3 sbh) and the gate and up projections' (2 sbf), divided
+/// by t, and the attention and down projections' whole outputs (2 sbh). I frees the two norms'
+/// fp32 inputs and normalised values, 2·(4 + e)·sbh (divided by t with sequence parallelism),
+/// and, divided by t, the rotated q, k and v, the eager softmax a·s·s·b and the gate, up and
+/// SiLU outputs: net per layer at t = 1, 8·sbh + e·(a·s·s·b + sbf) bytes. Checked against the
+/// counting CPU allocator in tests/test_llama_activation_memory.cpp.
+double input_backward_freed_bytes(const LayerActivationShape& shape, Recompute recompute,
+                                  Attention attention, double bytes_per_element);
+
 /// Seconds of a ring reduce-scatter or all-gather of `bytes` (the full, unsharded size) over `n`
 /// ranks: (n-1)(α + bytes/(n·β)) with β in bytes/s and α in seconds (Thakur et al. 2005). An
 /// all-reduce is a reduce-scatter followed by an all-gather: twice this (Patarasuk & Yuan 2009).

@@ -4,18 +4,27 @@
 #include <set>
 
 namespace dtwin {
+namespace {
 
-double model_state_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
+using sched::ActionKind;
+
+// The stages `rank`'s list computes.
+std::set<int> computed_stages(const sched::Schedule& schedule, int rank) {
   std::set<int> stages;
   for (const sched::Action& a : schedule.ranks.at(rank))
     if (sched::is_compute(a.kind)) stages.insert(a.stage);
+  return stages;
+}
+
+}  // namespace
+
+double model_state_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
   double bytes = 0;
-  for (int stage : stages) bytes += cost.static_memory_bytes(stage);
+  for (int stage : computed_stages(schedule, rank)) bytes += cost.static_memory_bytes(stage);
   return bytes;
 }
 
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
-  using sched::ActionKind;
   const bool zero3 = schedule.layout.zero == 3;  // ZeRO-1/2 keep whole weights resident
   const bool sharded_gradients = schedule.layout.zero >= 2;
   std::set<int> accumulating;  // stages holding whole gradients (ZeRO 2 and 3)
@@ -32,11 +41,13 @@ double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostMo
     if (a.kind == ActionKind::OPTIM)
       peak = std::max(peak, held + cost.stage(a.stage).optimizer_workspace_bytes);
     if (!sched::is_compute(a.kind)) continue;
-    const double bytes = cost.stage(a.stage).activation_bytes;
+    const StageCost& stage = cost.stage(a.stage);
     if (a.kind == ActionKind::B || a.kind == ActionKind::I)
-      peak = std::max(peak, held + cost.stage(a.stage).backward_workspace_bytes);
-    if (a.kind == ActionKind::F) held += bytes;
-    if (a.kind == ActionKind::B || a.kind == ActionKind::W) held -= bytes;
+      peak = std::max(peak, held + stage.backward_workspace_bytes);
+    if (a.kind == ActionKind::F) held += stage.activation_bytes;
+    if (a.kind == ActionKind::B) held -= stage.activation_bytes;
+    if (a.kind == ActionKind::I) held -= stage.input_backward_freed_bytes;
+    if (a.kind == ActionKind::W) held -= stage.activation_bytes - stage.input_backward_freed_bytes;
     peak = std::max(peak, held);
   }
   return model_state_bytes(schedule, rank, cost) + peak;

@@ -7,6 +7,7 @@
 
 #include "models/llama_layers.hpp"
 #include "models/parallel_memory.hpp"
+#include "models/split_linear.hpp"
 #include "models/stage_module.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
 
@@ -35,6 +36,36 @@ double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash)
 double formula(double bytes_per_element, Attention core = Attention::Flash) {
   const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
   return layer_activation_bytes(shape, Recompute::None, core, bytes_per_element);
+}
+
+// Bytes a split backward's input half (I) frees after a forward of one layer at `dtype`: live
+// after the forward minus live after I, with the layer's split linears stashing what W needs; the
+// input's gradient and the norms' weight gradients, which I allocates, left out.
+double input_backward_freed(torch::ScalarType dtype, Attention core) {
+  rt::count_cpu_tensor_bytes();
+  const auto options = torch::TensorOptions().dtype(dtype);
+  nn::DecoderLayer layer(kH, kHeads, kF, 1e-5, options, core);
+  for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
+  const auto slot = std::make_shared<nn::StashSlot>();
+  for (const auto& module : layer->modules())
+    if (auto* linear = module->as<nn::SplitLinearImpl>()) linear->slot = slot;
+  const auto [cos, sin] = nn::rotary_tables(kS, kH / kHeads, 10000, options);
+  const torch::Tensor x = torch::randn({kB, kS, kH}, options).requires_grad_(true);
+  const torch::Tensor y = layer->forward(x, cos, sin);
+  const torch::Tensor grad = torch::randn_like(y);
+  const double forward = static_cast<double>(rt::live_cpu_tensor_bytes());
+  nn::WeightGradStash stash;
+  {
+    nn::StashGuard guard(*slot, &stash);
+    y.backward(grad);
+  }
+  double allocated = static_cast<double>(x.grad().nbytes());
+  for (const torch::Tensor& p : layer->parameters())
+    if (p.grad().defined()) allocated += static_cast<double>(p.grad().nbytes());
+  const double freed = forward - (static_cast<double>(rt::live_cpu_tensor_bytes()) - allocated);
+  REQUIRE(stash.size() == 7);  // q, k, v, attention output, gate, up, down
+  stash.apply();
+  return freed;
 }
 
 // Bytes live after the forward of a stage with only the final norm, the LM head and the loss,
@@ -115,4 +146,25 @@ TEST_CASE("LLaMA activations under tensor and sequence parallelism and recomputa
   // In fp32 a norm's input is its own fp32 copy: 10 sbh + 4 sbf elements.
   CHECK(bytes(1, false, Recompute::None, Attention::Flash, 4) ==
         Approx(4 * (10 * sbh + 4 * s * b * f)));
+}
+
+TEST_CASE("a split backward's I frees what the formula says W does not need") {
+  // Two differences from a stage of a pipeline, where I frees the stage's input and the
+  // gradients it stashes are new tensors: the formula counts the down projection's output
+  // gradient as a new tensor, and here it is the gradient handed to backward(), allocated
+  // before (e·sbh more freed); in fp32 the first norm keeps the layer input itself, which the
+  // test holds (4·sbh less freed).
+  const double sbh = double(kS) * kB * kH;
+  for (const auto [dtype, e] : {std::pair{torch::kFloat32, 4.0}, {torch::kBFloat16, 2.0}})
+    for (const Attention core : {Attention::Flash, Attention::Eager}) {
+      CAPTURE(e, core == Attention::Eager);
+      const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
+      const double formula = input_backward_freed_bytes(shape, Recompute::None, core, e);
+      const double held_input = e == 4 ? 4 * sbh : 0;
+      CHECK(input_backward_freed(dtype, core) ==
+            Approx(formula + e * sbh - held_input).epsilon(0.03));
+    }
+  // Recomputation and GPT layers keep everything until W.
+  const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
+  CHECK(input_backward_freed_bytes(shape, Recompute::Full, Attention::Flash, 4) == 0);
 }
