@@ -4,27 +4,18 @@
 #include <set>
 
 namespace dtwin {
-namespace {
 
-using sched::ActionKind;
-
-// The stages `rank`'s list computes.
-std::set<int> computed_stages(const sched::Schedule& schedule, int rank) {
+double model_state_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
   std::set<int> stages;
   for (const sched::Action& a : schedule.ranks.at(rank))
     if (sched::is_compute(a.kind)) stages.insert(a.stage);
-  return stages;
-}
-
-}  // namespace
-
-double model_state_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
   double bytes = 0;
-  for (int stage : computed_stages(schedule, rank)) bytes += cost.static_memory_bytes(stage);
+  for (int stage : stages) bytes += cost.static_memory_bytes(stage);
   return bytes;
 }
 
 double peak_memory_bytes(const sched::Schedule& schedule, int rank, const CostModel& cost) {
+  using sched::ActionKind;
   const bool zero3 = schedule.layout.zero == 3;  // ZeRO-1/2 keep whole weights resident
   const bool sharded_gradients = schedule.layout.zero >= 2;
   std::set<int> accumulating;  // stages holding whole gradients (ZeRO 2 and 3)

@@ -121,7 +121,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
     // A send that this receive proves delivered is waited for now, without blocking, and its
     // message freed (sched::send_release_points).
     std::erase_if(sends_, [&](const PendingSend& pending) {
-      if (pending.release != static_cast<int>(index)) return false;
+      if (send_release_[pending.event] != static_cast<int>(index)) return false;
       finish_send(pending);
       return true;
     });
@@ -267,9 +267,7 @@ void Executor::send(const Action& a) {
   }
   std::vector<torch::Tensor> message{tensor.contiguous()};
   if (device_.is_cpu()) message.push_back(torch::full({1}, clock_.now(), torch::kFloat64));
-  const std::size_t index = events_.size();  // this action's, its event not yet recorded
-  sends_.push_back(
-      {transfer(a, message), message, index, process_of(peer_rank(a)), send_release_.at(index)});
+  sends_.push_back({transfer(a, message), message, events_.size(), process_of(peer_rank(a))});
 }
 
 void Executor::receive(const Action& a) {

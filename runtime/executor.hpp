@@ -155,11 +155,12 @@ class Executor {
     std::vector<torch::Tensor> message;  // kept alive until the works complete
     size_t event;                        // index into events_
     int peer;                            // receiving process
-    int release;  // waited for after this action of the list (-1: at the step's end)
   };
   // Waits for `pending` and charges the wait to its SEND's event.
   void finish_send(const PendingSend& pending);
-  std::vector<int> send_release_;  // sched::send_release_points of this rank's list
+  // sched::send_release_points of this rank's list: a SEND's pending send (its event's index
+  // is the action's) is waited for after that action, -1: at the step's end.
+  std::vector<int> send_release_;
   std::vector<PendingSend> sends_;
   std::vector<trace::TimedAction> events_;
   torch::Tensor loss_sum_;  // float64 on device_, read once at the step's end

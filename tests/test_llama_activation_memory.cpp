@@ -167,4 +167,6 @@ TEST_CASE("a split backward's I frees what the formula says W does not need") {
   // Recomputation and GPT layers keep everything until W.
   const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
   CHECK(input_backward_freed_bytes(shape, Recompute::Full, Attention::Flash, 4) == 0);
+  const LayerActivationShape gpt{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Gpt2};
+  CHECK(input_backward_freed_bytes(gpt, Recompute::None, Attention::Flash, 4) == 0);
 }
