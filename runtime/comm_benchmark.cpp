@@ -28,37 +28,34 @@ void barrier(c10d::Backend& group, const torch::Device& device) {
   finish(group.barrier(options), device);
 }
 
-// One round trip of a 4-byte message over `small` between the rank that `starts` and `peer`,
-// with a `bytes` message on `bulk` posted just before it (none for bytes = 0); its seconds on
-// the starting rank, 0 on the peer. The peer posts its receives, then sends a go message on
-// each connection, behind their ready messages.
-double loaded_round_trip(c10d::Backend& bulk, c10d::Backend& small, int peer, bool starts,
-                         double bytes) {
-  enum Tag { kBulk, kPing, kGo, kPong };
-  std::vector<torch::Tensor> message{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
-  const auto word = [] { return std::vector<torch::Tensor>{torch::zeros({1})}; };
-  std::vector<torch::Tensor> ping = word(), pong = word(), go_bulk = word(), go_small = word();
+// One receive of a `bytes` message from `peer` over `crossing`, posted by the rank that
+// `starts` after the peer posted its send, as a pipeline's late receive, right after the
+// starter posted a send of as many bytes to the peer over `bulk`: the receive's ready message
+// leaves behind it, as 1F1B's last stage posts the next activation's receive right after it
+// starts sending a gradient. Seconds from the first post to the receive's end
+// on the starting rank, 0 on the peer. The peer posts its receive of the bulk message before
+// the go message that starts the timing, so the bulk send never waits for its ready message.
+double late_receive_seconds(c10d::Backend& bulk, c10d::Backend& crossing, int peer, bool starts,
+                            double bytes) {
+  enum Tag { kBulk, kCrossing, kGo };
+  const auto message = [bytes] {
+    return std::vector<torch::Tensor>{torch::zeros({std::max<int64_t>(1, bytes / 4)})};
+  };
+  std::vector<torch::Tensor> ahead = message(), late = message(), go{torch::zeros({1})};
   if (!starts) {
-    c10::intrusive_ptr<c10d::Work> received;
-    if (bytes > 0) received = bulk.recv(message, peer, kBulk);
-    const auto pinged = small.recv(ping, peer, kPing);
-    bulk.send(go_bulk, peer, kGo)->wait();
-    small.send(go_small, peer, kGo)->wait();
-    pinged->wait();
-    small.send(pong, peer, kPong)->wait();
-    if (received) received->wait();
+    const auto sent = crossing.send(late, peer, kCrossing);
+    const auto received = bulk.recv(ahead, peer, kBulk);
+    bulk.send(go, peer, kGo)->wait();
+    sent->wait();
+    received->wait();
     return 0;
   }
-  bulk.recv(go_bulk, peer, kGo)->wait();
-  small.recv(go_small, peer, kGo)->wait();
-  const auto ponged = small.recv(pong, peer, kPong);
+  bulk.recv(go, peer, kGo)->wait();
   const double start = wall_seconds();
-  c10::intrusive_ptr<c10d::Work> sent;
-  if (bytes > 0) sent = bulk.send(message, peer, kBulk);
-  small.send(ping, peer, kPing)->wait();
-  ponged->wait();
+  const auto sent = bulk.send(ahead, peer, kBulk);
+  crossing.recv(late, peer, kCrossing)->wait();
   const double seconds = wall_seconds() - start;
-  if (sent) sent->wait();
+  sent->wait();
   return seconds;
 }
 
@@ -83,18 +80,14 @@ double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes
   return median(times);
 }
 
-double queue_delay_seconds(c10d::Backend& bulk, c10d::Backend& small, int peer, bool starts,
-                           double bytes, int repeats) {
-  std::vector<double> alone, loaded;
+double late_receive_behind_seconds(c10d::Backend& bulk, c10d::Backend& crossing, int peer,
+                                   bool starts, double bytes, int repeats) {
+  std::vector<double> times;
   for (int i = -2; i < repeats; ++i) {
-    const double idle = loaded_round_trip(bulk, small, peer, starts, 0);
-    const double behind = loaded_round_trip(bulk, small, peer, starts, bytes);
-    if (i >= 0) {
-      alone.push_back(idle);
-      loaded.push_back(behind);
-    }
+    const double seconds = late_receive_seconds(bulk, crossing, peer, starts, bytes);
+    if (i >= 0) times.push_back(seconds);
   }
-  return std::max(0.0, median(loaded) - median(alone));
+  return median(times);
 }
 
 std::vector<AllReducePoint> allreduce_points(c10d::Backend& group, const std::vector<double>& sizes,

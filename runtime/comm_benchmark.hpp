@@ -19,15 +19,15 @@ namespace dtwin::rt {
 double one_way_seconds(c10d::Backend& group, int peer, bool starts, double bytes, int repeats,
                        const torch::Device& device = torch::kCPU);
 
-/// Seconds a 4-byte message from the rank that `starts` to rank `peer` waits behind a `bytes`
-/// message it posted just before, on `bulk`, in the same direction: the median round trip of a
-/// 4-byte exchange over `small` (another connection) started with the bulk message, less the
-/// median round trip of one alone; `repeats` of each (after 2 untimed), never negative. The peer
-/// calls it with starts = false. Every message's receive is posted, and its ready message has
-/// reached the sender, before the timing starts, so the round trips time the link: its latency,
-/// and the queue that the bulk message builds in its buffers. Host tensors.
-double queue_delay_seconds(c10d::Backend& bulk, c10d::Backend& small, int peer, bool starts,
-                           double bytes, int repeats);
+/// Seconds of a receive posted late behind a `bytes` message going the other way, as 1F1B's
+/// last stage posts the next activation's receive right after it starts sending a gradient:
+/// the rank that `starts` posts a `bytes` send to `peer` on `bulk`, then the receive of a
+/// `bytes` message that the peer had already posted on `crossing` (other connections, so that
+/// the receive's ready message waits behind the send only in the link's queue). The median of
+/// `repeats` (after 2 untimed), from the send's posting to the receive's end on the starting
+/// rank, 0 on the peer, which calls it with starts = false. Host tensors.
+double late_receive_behind_seconds(c10d::Backend& bulk, c10d::Backend& crossing, int peer,
+                                   bool starts, double bytes, int repeats);
 
 /// The median seconds of `repeats` all-reduces (after 2 untimed, each after a barrier) of every
 /// size in `sizes` (bytes of fp32 on `device`) over `group`; every member calls it.
