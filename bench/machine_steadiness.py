@@ -49,11 +49,17 @@ def adds():
     return 1
 
 
-rates = {"GEMM 256x288x864": [], "add of 32 MiB vectors": []}
+def block_means(values, size):
+    """Means of consecutive, non-overlapping blocks of `size` values (a partial last one dropped)."""
+    return [statistics.fmean(values[i:i + size]) for i in range(0, len(values) - size + 1, size)]
+
+
+WORKLOADS = {"GEMM 256x288x864": gemms, "add of 32 MiB vectors": adds}
+rates = {name: [] for name in WORKLOADS}
 end = time.perf_counter() + SECONDS
 while True:  # at least one window of each
-    rates["GEMM 256x288x864"].append(rate(gemms))
-    rates["add of 32 MiB vectors"].append(rate(adds))
+    for name, work in WORKLOADS.items():
+        rates[name].append(rate(work))
     if time.perf_counter() >= end:
         break
 
@@ -63,8 +69,7 @@ print("|---|---|---|---|---|---|")
 for name, values in rates.items():
     mean = statistics.fmean(values)
     for size in (1, 5, 15, 30):
-        blocks = [statistics.fmean(values[i:i + size])
-                  for i in range(0, len(values) - size + 1, size)]
+        blocks = block_means(values, size)
         if len(blocks) < 2:
             continue
         sd = statistics.pstdev(blocks) / mean
@@ -75,7 +80,7 @@ print("\n| workload | lag (blocks of 10 windows) | from the block before | from 
 print("|---|---|---|---|")
 for name, values in rates.items():
     mean = statistics.fmean(values)
-    blocks = [statistics.fmean(values[i:i + 10]) for i in range(0, len(values) - 9, 10)]
+    blocks = block_means(values, 10)
     for k in (1, 2, 3):
         if len(blocks) <= 2 * k:
             continue
