@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "models/cost_model.hpp"
-#include "models/scenario_loader.hpp"
-#include "models/stage_module.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/nn/stage_module.hpp"
+#include "models/spec/scenario_loader.hpp"
 #include "runtime/data/token_dataset.hpp"
 
 int main(int argc, char** argv) {

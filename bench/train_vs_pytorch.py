@@ -23,7 +23,7 @@ Both accumulate gradients over the microbatches and take one AdamW step (lr from
 betas 0.9/0.95, eps 1e-8, weight decay 0.1). Step 1 of each is warm-up and left out; the figures
 are medians of the other steps (dtwin's from the tokens_per_s column of its loss.csv). MFU =
 tokens/s x (6N + 12 L d s) / peak (Chowdhery et al. 2022, PaLM, appendix B), with N the
-parameters less the token embedding (the untied LM head stays in N), as models/cost_model.cpp's
+parameters less the token embedding (the untied LM head stays in N), as models/cost/cost_model.cpp's
 non_embedding_params(); peak is --peak-flops, by default 989e12 on cuda (H100 SXM, bf16 dense)
 and the scenario's cluster.device.peak_flops on the CPU. Prints a Markdown table for README and
 where dtwin's step time goes.
@@ -98,7 +98,7 @@ FLOP_RATES = {"": 1, "FLOP/s": 1, "MFLOP/s": 1e6, "GFLOP/s": 1e9, "TFLOP/s": 1e1
 
 
 def flop_rate(value):
-    """A FLOP/s quantity as models/units.cpp reads it: a number, or one with a FLOP/s unit."""
+    """A FLOP/s quantity as models/spec/units.cpp reads it: a number, or one with a FLOP/s unit."""
     if isinstance(value, (int, float)):
         return float(value)
     match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z/]*)\s*", str(value))
@@ -110,7 +110,7 @@ def flop_rate(value):
 
 def scenario_peak(doc, precision):
     """cluster.device.peak_flops, or the peak of its device description (cluster.device.model),
-    as models/scenario_loader.cpp takes it."""
+    as models/spec/scenario_loader.cpp takes it."""
     device = get(doc, "cluster.device", {}) or {}
     if "peak_flops" in device:
         return flop_rate(device["peak_flops"])

@@ -79,7 +79,7 @@ ACTION = re.compile(r"(\d+)([A-Z_]+)(\d*)")  # str(_Action): stage, type, microb
 
 
 # ---------------------------------------------------------------------------------------------
-# The model: models/llama_layers.cpp and models/stage_module.cpp in torch.nn, parameters under
+# The model: models/nn/llama_layers.cpp and models/nn/stage_module.cpp in torch.nn, parameters under
 # dtwin's global names.
 
 

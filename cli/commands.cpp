@@ -3,8 +3,8 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "models/scenario_loader.hpp"
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
+#include "models/spec/scenario_loader.hpp"
 #include "schedules/validate.hpp"
 
 namespace dtwin {

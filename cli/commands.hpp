@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin {
 
@@ -83,10 +83,10 @@ void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* trainin
 void add_run_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);
 /// `compute-probe` (hidden): one process of the profile's concurrency probe
-/// (runtime/concurrency_probe.hpp); `profile` and `run` start it, not users.
+/// (runtime/calibrate/concurrency_probe.hpp); `profile` and `run` start it, not users.
 void add_compute_probe_command(CLI::App& app, int& exit_code);
 /// Registers the hidden `profile-member` command: one tensor-parallel member of a profile
-/// (runtime/profiler.hpp, run_profile_member), started by `profile` with layout.tp > 1.
+/// (runtime/calibrate/profiler.hpp, run_profile_member), started by `profile` with layout.tp > 1.
 void add_profile_member_command(CLI::App& app, int& exit_code);
 /// `args`: the command line after the program name, which the launcher gives each rank.
 void add_train_command(CLI::App& app, int& exit_code, const std::vector<std::string>& args);

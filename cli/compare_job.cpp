@@ -5,9 +5,9 @@
 #include <optional>
 #include <stdexcept>
 
+#include "base/file_writer.hpp"
+#include "base/user_error.hpp"
 #include "cli/output_dir.hpp"
-#include "models/file_writer.hpp"
-#include "schedules/user_error.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "models/gemm_fit.hpp"
+#include "models/cost/gemm_fit.hpp"
 
 namespace dtwin {
 

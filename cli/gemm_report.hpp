@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "models/profile.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin {
 

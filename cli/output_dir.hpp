@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin {
 

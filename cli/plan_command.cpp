@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/file_writer.hpp"
 #include "cli/commands.hpp"
-#include "cli/layout_search.hpp"
 #include "cli/output_dir.hpp"
-#include "cli/plan_report.hpp"
-#include "cli/plan_simulation.hpp"
 #include "cli/plan_training.hpp"
-#include "models/file_writer.hpp"
+#include "plan/layout_search.hpp"
+#include "plan/plan_report.hpp"
+#include "plan/plan_simulation.hpp"
 
 namespace dtwin {
 namespace {

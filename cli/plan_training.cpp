@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "cli/scenario_schedule.hpp"
-#include "models/file_writer.hpp"
+#include "base/file_writer.hpp"
+#include "models/spec/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "cli/layout_search.hpp"
+#include "plan/layout_search.hpp"
 
 namespace dtwin {
 

@@ -6,10 +6,10 @@
 #include <iterator>
 
 #include "cli/gemm_report.hpp"
-#include "cli/scenario_schedule.hpp"
-#include "models/profile.hpp"
-#include "runtime/network_calibration.hpp"
-#include "runtime/profiler.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario_schedule.hpp"
+#include "runtime/calibrate/network_calibration.hpp"
+#include "runtime/calibrate/profiler.hpp"
 
 namespace dtwin {
 namespace {

@@ -4,16 +4,16 @@
 #include <string>
 
 #include "cli/commands.hpp"
-#include "models/profile.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/rank_env.hpp"
 
 namespace dtwin {
 
-/// Measures the profile (runtime/profiler.hpp) of `scenario`, the one `job` names, with token
-/// batches from job.data_dir, and saves it to `path`, or to its cache path when `path` is empty;
-/// prints the stage table, the concurrency curve and the GEMM throughput (report_gemms, which
-/// writes the fitted device description beside it). Returns the path written.
+/// Measures the profile (runtime/calibrate/profiler.hpp) of `scenario`, the one `job` names, with
+/// token batches from job.data_dir, and saves it to `path`, or to its cache path when `path` is
+/// empty; prints the stage table, the concurrency curve and the GEMM throughput (report_gemms,
+/// which writes the fitted device description beside it). Returns the path written.
 std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
                                      const std::string& path = "");
 

@@ -6,10 +6,10 @@
 #include "cli/profile_cache.hpp"
 #include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
-#include "cli/scenario_schedule.hpp"
+#include "models/spec/scenario_schedule.hpp"
+#include "runtime/calibrate/concurrency_probe.hpp"
+#include "runtime/calibrate/profiler.hpp"
 #include "runtime/capabilities.hpp"
-#include "runtime/concurrency_probe.hpp"
-#include "runtime/profiler.hpp"
 #include "runtime/rank_env.hpp"
 
 namespace dtwin {

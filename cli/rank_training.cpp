@@ -4,10 +4,10 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/user_error.hpp"
 #include "runtime/error_text.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_lost.hpp"
-#include "schedules/user_error.hpp"
 
 namespace dtwin {
 

@@ -2,7 +2,7 @@
 // RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set.
 #pragma once
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/rank_env.hpp"
 #include "runtime/trainer.hpp"
 #include "schedules/schedule.hpp"

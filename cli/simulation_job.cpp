@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/file_writer.hpp"
 #include "cli/output_dir.hpp"
-#include "models/cost_model.hpp"
-#include "models/file_writer.hpp"
+#include "models/cost/cost_model.hpp"
 #include "trace/summary_table.hpp"
 #include "trace/timeline.hpp"
 

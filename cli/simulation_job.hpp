@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "models/profile.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/simulator.hpp"
 

@@ -5,9 +5,6 @@
 // on the current stream around it, read back at the step's end and placed on the run clock.
 #pragma once
 
-#include <torch/types.h>
-
-#include <memory>
 #include <vector>
 
 #include "runtime/clock.hpp"
@@ -28,10 +25,5 @@ class ActionTimer {
   /// host times in run-clock seconds) the device's times instead. Nothing on the CPU.
   virtual void finish_step(std::vector<trace::TimedAction>& /*events*/) {}
 };
-
-/// For the CPU, host times, and each compute action's thread CPU time (TimedAction::cpu) when the
-/// rank computes on one thread (with more, other threads do part of the work); for a CUDA device
-/// one that records CUDA events (CUDA builds only, DTWIN_HAVE_CUDA).
-std::unique_ptr<ActionTimer> make_action_timer(const torch::Device& device, const RunClock& clock);
 
 }  // namespace dtwin::rt

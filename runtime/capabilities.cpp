@@ -1,9 +1,9 @@
 #include "runtime/capabilities.hpp"
 
+#include "base/user_error.hpp"
 #include "runtime/rank_device.hpp"
 #include "schedules/schedule.hpp"
 #include "schedules/transfer.hpp"
-#include "schedules/user_error.hpp"
 
 namespace dtwin::rt {
 

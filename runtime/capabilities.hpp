@@ -1,7 +1,7 @@
 // What this build of the runtime can execute, checked before any rank starts.
 #pragma once
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt {

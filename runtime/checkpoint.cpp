@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "models/file_writer.hpp"
+#include "base/file_writer.hpp"
 #include "runtime/error_text.hpp"
 #include "runtime/fault_injection.hpp"
 

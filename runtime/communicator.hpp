@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "models/settings.hpp"
+#include "models/spec/settings.hpp"
 #include "runtime/error_text.hpp"
 #include "runtime/rank_env.hpp"
 #include "schedules/schedule.hpp"

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "models/cost_model.hpp"
-#include "models/tensor_parallel.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/nn/tensor_parallel.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
+#include "runtime/make_action_timer.hpp"
 #include "schedules/send_release.hpp"
 #include "schedules/transfer.hpp"
 
@@ -326,7 +327,7 @@ void Executor::optimizer_step(const Action& a) {
   }
   stage.optimizer->step();
   // Zeroed, not freed: the gradients stay allocated between steps, as Megatron-LM's gradient
-  // buffers do and the memory model counts them (models/schedule_memory.hpp); freed, GPipe's
+  // buffers do and the memory model counts them (models/cost/schedule_memory.hpp); freed, GPipe's
   // first backward would run without them.
   stage.optimizer->zero_grad(/*set_to_none=*/false);
 }

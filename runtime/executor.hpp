@@ -16,7 +16,7 @@
 #include <map>
 #include <vector>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/action_timer.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/communicator.hpp"

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::rt {
 namespace {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "models/file_writer.hpp"
+#include "base/file_writer.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 #include "trace/timeline.hpp"

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "models/cost_model.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/spec/scenario.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt {

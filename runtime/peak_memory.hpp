@@ -1,7 +1,7 @@
 // How much memory this rank took at most, on the device it trains on.
 #pragma once
 
-#include "models/settings.hpp"
+#include "models/spec/settings.hpp"
 
 namespace dtwin::rt {
 

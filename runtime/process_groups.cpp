@@ -19,11 +19,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/user_error.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/error_text.hpp"
 #include "runtime/host_staged_backend.hpp"
 #include "runtime/rank_device.hpp"
-#include "schedules/user_error.hpp"
 
 #if DTWIN_HAVE_CUDA
 #include "runtime/cuda/nccl_group.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "models/settings.hpp"
+#include "models/spec/settings.hpp"
 
 namespace dtwin::rt {
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 #include "runtime/clock.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/rank_env.hpp"
 
 namespace dtwin::rt {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::rt {
 namespace {

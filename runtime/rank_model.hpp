@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 
-#include "models/cost_model.hpp"
-#include "models/scenario.hpp"
-#include "models/stage_module.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/nn/stage_module.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/zero_stage.hpp"
 #include "schedules/schedule.hpp"
 

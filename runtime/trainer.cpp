@@ -9,8 +9,8 @@
 #include <sstream>
 #include <thread>
 
-#include "models/cost_model.hpp"
-#include "models/file_writer.hpp"
+#include "base/file_writer.hpp"
+#include "models/cost/cost_model.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cpu_tensor_memory.hpp"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 #include "runtime/rank_env.hpp"
 #include "schedules/schedule.hpp"
 

@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/stage_module.hpp"
+#include "models/nn/stage_module.hpp"
 
 namespace dtwin::rt {
 

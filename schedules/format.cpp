@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::sched {
 

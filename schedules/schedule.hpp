@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/name_table.hpp"
 #include "schedules/action.hpp"
-#include "schedules/name_table.hpp"
 
 namespace dtwin::sched {
 

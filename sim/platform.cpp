@@ -6,7 +6,7 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <string>
 
-#include "models/rank_sharing.hpp"
+#include "models/cost/rank_sharing.hpp"
 
 namespace sg4 = simgrid::s4u;
 

@@ -6,8 +6,8 @@
 #include <simgrid/s4u/Host.hpp>
 #include <vector>
 
-#include "models/profile.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin::sim {
 

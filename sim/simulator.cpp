@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "models/schedule_memory.hpp"
-#include "models/splitmix64.hpp"
+#include "base/splitmix64.hpp"
+#include "models/cost/schedule_memory.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 

@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "models/cost_model.hpp"
-#include "models/profile.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario.hpp"
 #include "schedules/schedule.hpp"
 #include "sim/collectives.hpp"
 #include "trace/timeline.hpp"

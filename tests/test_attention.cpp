@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "models/llama_layers.hpp"
+#include "models/nn/llama_layers.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The processes that keep a host's cores busy while the profile measures what training's other
-// ranks would change (runtime/busy_processes.hpp).
+// ranks would change (runtime/calibrate/busy_processes.hpp).
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "models/cpu_clock.hpp"
-#include "runtime/busy_processes.hpp"
+#include "base/cpu_clock.hpp"
+#include "runtime/calibrate/busy_processes.hpp"
 
 namespace {
 

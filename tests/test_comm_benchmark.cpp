@@ -1,8 +1,8 @@
-// The profile's loopback measurement (runtime/comm_benchmark.hpp): pairs of real Gloo ranks,
-// threads of this process, ping-ponging at once.
+// The profile's loopback measurement (runtime/calibrate/comm_benchmark.hpp): pairs of real Gloo
+// ranks, threads of this process, ping-ponging at once.
 #include <catch2/catch.hpp>
 
-#include "runtime/comm_benchmark.hpp"
+#include "runtime/calibrate/comm_benchmark.hpp"
 
 TEST_CASE("p2p_concurrency times 1 to k pairs of ranks transferring at once, relative to one") {
   const dtwin::RuntimeSpec cpu;  // Gloo on the CPU

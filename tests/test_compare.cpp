@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 #include "trace/compare.hpp"
 #include "trace/timeline.hpp"
 

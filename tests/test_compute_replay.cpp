@@ -1,11 +1,11 @@
 // The profiler's replay of a rank's compute actions in its schedule's order
-// (runtime/compute_replay.hpp), on a small LLaMA split into two stages.
+// (runtime/calibrate/compute_replay.hpp), on a small LLaMA split into two stages.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "cli/scenario_schedule.hpp"
-#include "models/scenario_loader.hpp"
-#include "runtime/compute_replay.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "models/spec/scenario_schedule.hpp"
+#include "runtime/calibrate/compute_replay.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
 

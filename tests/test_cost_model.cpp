@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "models/cost_model.hpp"
-#include "models/scenario_loader.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/spec/scenario_loader.hpp"
 
 using dtwin::CostModel;
 using dtwin::load_scenario;

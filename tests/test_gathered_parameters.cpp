@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "models/cost_model.hpp"
-#include "models/param_init.hpp"
-#include "models/scenario_loader.hpp"
-#include "models/stage_module.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/nn/param_init.hpp"
+#include "models/nn/stage_module.hpp"
+#include "models/spec/scenario_loader.hpp"
 #include "tests/run_process.hpp"
 
 namespace {

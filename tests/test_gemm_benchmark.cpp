@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "models/layer_ops.hpp"
-#include "runtime/gemm_benchmark.hpp"
+#include "models/cost/layer_ops.hpp"
+#include "runtime/calibrate/gemm_benchmark.hpp"
 
 namespace {
 

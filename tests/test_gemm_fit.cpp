@@ -9,10 +9,10 @@
 
 #include <unistd.h>
 
-#include "models/device_description.hpp"
-#include "models/gemm_fit.hpp"
-#include "models/kernel_model.hpp"
-#include "models/scenario_loader.hpp"
+#include "models/cost/gemm_fit.hpp"
+#include "models/cost/kernel_model.hpp"
+#include "models/spec/device_description.hpp"
+#include "models/spec/scenario_loader.hpp"
 
 using dtwin::DeviceDescription;
 using dtwin::GemmPoint;

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
-#include "models/stage_module.hpp"
+#include "models/nn/stage_module.hpp"
 #include "runtime/bucket_reductions.hpp"
 #include "runtime/gradient_buckets.hpp"
 #include "runtime/process_groups.hpp"

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 
+#include "base/user_error.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/host_staged_backend.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
-#include "schedules/user_error.hpp"
 
 using dtwin::Backend;
 using dtwin::rt::gpu_of_local_rank;

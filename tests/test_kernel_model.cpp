@@ -9,11 +9,11 @@
 
 #include <unistd.h>
 
-#include "models/cost_model.hpp"
-#include "models/device_description.hpp"
-#include "models/kernel_model.hpp"
-#include "models/layer_ops.hpp"
-#include "models/memory_budget.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/cost/kernel_model.hpp"
+#include "models/cost/layer_ops.hpp"
+#include "models/cost/memory_budget.hpp"
+#include "models/spec/device_description.hpp"
 
 using dtwin::Attention;
 using dtwin::AttentionCore;

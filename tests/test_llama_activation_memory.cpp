@@ -1,14 +1,14 @@
-// The LLaMA activation formula (models/parallel_memory.hpp) against what LibTorch really keeps:
-// the bytes a forward of the runtime's decoder layer leaves allocated, counted by the CPU
+// The LLaMA activation formula (models/cost/parallel_memory.hpp) against what LibTorch really
+// keeps: the bytes a forward of the runtime's decoder layer leaves allocated, counted by the CPU
 // allocator the runtime measures peak memory with.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
-#include "models/llama_layers.hpp"
-#include "models/parallel_memory.hpp"
-#include "models/split_linear.hpp"
-#include "models/stage_module.hpp"
+#include "models/cost/parallel_memory.hpp"
+#include "models/nn/llama_layers.hpp"
+#include "models/nn/split_linear.hpp"
+#include "models/nn/stage_module.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
 
 using namespace dtwin;
@@ -94,8 +94,8 @@ double head_forward_bytes(torch::ScalarType compute) {
 }  // namespace
 
 TEST_CASE("the loss keeps its fp32 log-softmax at either precision, as the cost model counts") {
-  // CostModel's head term: T·V·4 bytes (models/cost_model.hpp). Beside it the final norm and the
-  // head keep b·s·d-sized tensors (under 3% here).
+  // CostModel's head term: T·V·4 bytes (models/cost/cost_model.hpp). Beside it the final norm and
+  // the head keep b·s·d-sized tensors (under 3% here).
   const double log_softmax = 4.0 * kB * kS * 4096;
   CHECK(head_forward_bytes(torch::kFloat32) == Approx(log_softmax).epsilon(0.05));
   CHECK(head_forward_bytes(torch::kBFloat16) == Approx(log_softmax).epsilon(0.05));

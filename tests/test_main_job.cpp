@@ -10,9 +10,9 @@
 #include <string>
 #include <thread>
 
-#include "models/device_description.hpp"
-#include "models/kernel_model.hpp"
-#include "models/profile.hpp"
+#include "models/cost/kernel_model.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/device_description.hpp"
 #include "tests/run_process.hpp"
 
 TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png", "[threads]") {

@@ -2,7 +2,7 @@
 #include <torch/torch.h>
 #include <catch2/catch.hpp>
 
-#include "models/stage_module.hpp"
+#include "models/nn/stage_module.hpp"
 #include "tests/tiny_llama.hpp"
 
 using dtwin::ModelSpec;
@@ -19,8 +19,8 @@ namespace {
 constexpr std::uint64_t kMixedPrecisionSeed = 5;
 
 StageModule bf16_stage(const ModelSpec& spec, int first, int layers, bool embedding, bool head) {
-  return StageModule(spec, first, layers, embedding, head, kMixedPrecisionSeed, torch::kCPU, torch::kFloat32,
-                     dtwin::Recompute::None, {}, torch::kBFloat16);
+  return StageModule(spec, first, layers, embedding, head, kMixedPrecisionSeed, torch::kCPU,
+                     torch::kFloat32, dtwin::Recompute::None, {}, torch::kBFloat16);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "models/profile.hpp"
+#include "models/cost/profile.hpp"
 #include "tests/background_process.hpp"
 #include "tests/net_hosts.hpp"
 #include "tests/small_training.hpp"

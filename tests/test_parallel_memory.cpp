@@ -2,7 +2,7 @@
 // per-layer activation memory.
 #include <catch2/catch.hpp>
 
-#include "models/parallel_memory.hpp"
+#include "models/cost/parallel_memory.hpp"
 
 using dtwin::Attention;
 using dtwin::LayerActivationShape;

@@ -11,8 +11,8 @@
 
 #include <unistd.h>
 
-#include "models/profile.hpp"
-#include "models/scenario_loader.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario_loader.hpp"
 
 using dtwin::AllReducePoint;
 using dtwin::ConfigError;

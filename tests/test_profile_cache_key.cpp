@@ -1,8 +1,8 @@
-// Where a profile is cached (runtime/profiler.hpp): what re-measures and what reuses it.
+// Where a profile is cached (runtime/calibrate/profiler.hpp): what re-measures and what reuses it.
 #include <catch2/catch.hpp>
 
-#include "models/scenario_loader.hpp"
-#include "runtime/profiler.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "runtime/calibrate/profiler.hpp"
 
 namespace {
 

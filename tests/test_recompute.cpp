@@ -1,12 +1,12 @@
-// Activation recomputation (models/recompute.hpp) in the runtime's LLaMA stage: the same
+// Activation recomputation (models/nn/recompute.hpp) in the runtime's LLaMA stage: the same
 // gradients as without it, fewer bytes kept by the forward (counted by the runtime's CPU
 // allocator), and the deferred weight gradients of a split backward still reach the stash.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
-#include "models/parallel_memory.hpp"
-#include "models/stage_module.hpp"
+#include "models/cost/parallel_memory.hpp"
+#include "models/nn/stage_module.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
 #include "tests/tiny_llama.hpp"
 

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/user_error.hpp"
 #include "cli/commands.hpp"
-#include "models/scenario_loader.hpp"
-#include "schedules/user_error.hpp"
+#include "models/spec/scenario_loader.hpp"
 
 namespace {
 

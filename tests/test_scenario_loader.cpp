@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "models/scenario_loader.hpp"
-#include "models/units.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "models/spec/units.hpp"
 #include "tests/bad_corpus.hpp"
 
 using dtwin::ConfigError;

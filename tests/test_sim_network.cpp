@@ -5,8 +5,8 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 
-#include "models/profile.hpp"
-#include "models/scenario_loader.hpp"
+#include "models/cost/profile.hpp"
+#include "models/spec/scenario_loader.hpp"
 #include "sim/collectives.hpp"
 #include "sim/platform.hpp"
 #include "tests/fresh_process.hpp"

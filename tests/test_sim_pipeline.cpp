@@ -5,10 +5,10 @@
 
 #include <functional>
 
-#include "cli/scenario_schedule.hpp"
-#include "models/cost_model.hpp"
-#include "models/scenario_loader.hpp"
-#include "models/schedule_memory.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/cost/schedule_memory.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "models/spec/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 

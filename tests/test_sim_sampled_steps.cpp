@@ -5,9 +5,9 @@
 #include <cmath>
 #include <map>
 
-#include "cli/scenario_schedule.hpp"
-#include "models/cost_model.hpp"
-#include "models/scenario_loader.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "models/spec/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "models/split_linear.hpp"
-#include "models/stage_module.hpp"
+#include "models/nn/split_linear.hpp"
+#include "models/nn/stage_module.hpp"
 #include "tests/tiny_llama.hpp"
 
 using dtwin::ModelSpec;

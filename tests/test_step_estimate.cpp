@@ -2,11 +2,11 @@
 // equals the walk of the generated schedule, and its time stays near the SimGrid simulation.
 #include <catch2/catch.hpp>
 
-#include "cli/scenario_schedule.hpp"
-#include "models/cost_model.hpp"
-#include "models/scenario_loader.hpp"
-#include "models/schedule_memory.hpp"
-#include "models/step_estimate.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/cost/schedule_memory.hpp"
+#include "models/cost/step_estimate.hpp"
+#include "models/spec/scenario_loader.hpp"
+#include "models/spec/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 

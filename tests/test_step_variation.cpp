@@ -1,9 +1,9 @@
-// The spread of a stage's compute between steps (runtime/step_variation.hpp), from replayed
-// seconds made up so that the answer is known.
+// The spread of a stage's compute between steps (runtime/calibrate/step_variation.hpp), from
+// replayed seconds made up so that the answer is known.
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "runtime/step_variation.hpp"
+#include "runtime/calibrate/step_variation.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Megatron's tensor-parallel blocks (models/tensor_parallel.hpp) on a real Gloo group of two
+// Megatron's tensor-parallel blocks (models/nn/tensor_parallel.hpp) on a real Gloo group of two
 // threads against the same computation unsharded: a column-parallel then row-parallel SwiGLU
 // between f and g, the vocabulary-parallel embedding and the vocabulary-parallel cross-entropy
 // give the unsharded outputs, and each shard's gradient is its slice of the unsharded gradient;
@@ -11,9 +11,9 @@
 #include <mutex>
 #include <thread>
 
-#include "models/param_init.hpp"
-#include "models/stage_module.hpp"
-#include "models/tensor_parallel.hpp"
+#include "models/nn/param_init.hpp"
+#include "models/nn/stage_module.hpp"
+#include "models/nn/tensor_parallel.hpp"
 #include "runtime/process_groups.hpp"
 #include "tests/tiny_llama.hpp"
 

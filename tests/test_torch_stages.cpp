@@ -8,8 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "models/param_init.hpp"
-#include "models/stage_module.hpp"
+#include "models/nn/param_init.hpp"
+#include "models/nn/stage_module.hpp"
 #include "tests/tiny_llama.hpp"
 
 using dtwin::ModelSpec;

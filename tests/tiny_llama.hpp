@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "models/scenario.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin::test {
 

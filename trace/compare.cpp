@@ -9,7 +9,7 @@
 #include <set>
 #include <utility>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::trace {
 namespace {

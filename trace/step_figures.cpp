@@ -1,6 +1,6 @@
 #include "trace/step_figures.hpp"
 
-#include "models/memory_budget.hpp"
+#include "models/cost/memory_budget.hpp"
 
 namespace dtwin::trace {
 

@@ -2,8 +2,8 @@
 // whether each rank fits its device. One rule for the simulator's and the runtime's summaries.
 #pragma once
 
-#include "models/cost_model.hpp"
-#include "models/scenario.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/spec/scenario.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin::trace {
@@ -14,7 +14,7 @@ namespace dtwin::trace {
 ///    tokens_per_s = tokens per step / step_time_s;
 ///  - mfu = model_flops_per_token x tokens_per_s / (peak_flops x nodes x devices_per_node),
 ///    model FLOPs per token as CostModel::model_flops_per_token (PaLM, appendix B);
-///  - memory_ok: peak_memory_bytes <= tensor_memory_per_rank (models/memory_budget.hpp).
+///  - memory_ok: peak_memory_bytes <= tensor_memory_per_rank (models/cost/memory_budget.hpp).
 /// With step_time_s <= 0, tokens_per_s stays 0 and mfu -1 (unknown).
 void fill_step_figures(StepSummary& summary, const Scenario& scenario, const CostModel& cost);
 

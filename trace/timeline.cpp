@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::trace {
 namespace {

@@ -46,7 +46,7 @@ struct RankSummary {
   double peak_memory_bytes = 0;  ///< predicted peak, or measured peak of live tensors
   bool memory_ok = true;         ///< peak memory fits the device's share
   /// Weights, gradients and optimizer state held at the optimizer step: predicted
-  /// (model_state_bytes of models/schedule_memory.hpp), or measured from the tensors.
+  /// (model_state_bytes of models/cost/schedule_memory.hpp), or measured from the tensors.
   double model_state_bytes = 0;
 };
 

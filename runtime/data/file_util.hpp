@@ -1,5 +1,5 @@
 // File helpers for caches that several ranks may build at once: an exclusive lock file and a
-// freshness check (whole files are written with models/file_writer.hpp).
+// freshness check (whole files are written with base/file_writer.hpp).
 #pragma once
 
 #include <filesystem>

@@ -9,11 +9,11 @@
 #include <random>
 #include <stdexcept>
 
-#include "models/file_writer.hpp"
-#include "models/splitmix64.hpp"
+#include "base/file_writer.hpp"
+#include "base/splitmix64.hpp"
+#include "base/user_error.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/tokenizer.hpp"
-#include "schedules/user_error.hpp"
 
 namespace dtwin::rt {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/file_writer.hpp"
+#include "base/file_writer.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/spm_api.hpp"
 

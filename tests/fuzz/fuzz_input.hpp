@@ -13,7 +13,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "schedules/user_error.hpp"
+#include "base/user_error.hpp"
 
 namespace dtwin::fuzz {
 

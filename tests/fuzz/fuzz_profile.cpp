@@ -1,5 +1,5 @@
 // libFuzzer target: the measured-profile reader (dtwin run's cluster.device.profile).
-#include "models/profile.hpp"
+#include "models/cost/profile.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "models/scenario_loader.hpp"
+#include "models/spec/scenario_loader.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,373 @@
+#include "models/cost/cost_model.hpp"
+
+#include "models/cost/layer_ops.hpp"
+#include "models/cost/parallel_memory.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace dtwin {
+namespace {
+
+/// AdamW's element-wise FLOPs per parameter per step (an estimate; see the class comment).
+constexpr double kAdamFlopsPerParam = 12;
+/// Bytes per parameter of the weights that weight averaging moves: the fp32 (master) weights.
+constexpr double kMasterBytesPerParam = 4;
+/// Bytes per element of the logits the loss works on: fp32 at either training precision.
+constexpr double kLossBytesPerElement = 4;
+
+/// The dimensions of one family's layers, as doubles (products overflow int).
+struct Shape {
+  double layer_params = 0;  ///< all parameters of a transformer layer
+  double layer_matmul = 0;  ///< its weights that enter a matrix product
+  double embedding = 0;     ///< the first stage's lookup tables
+  double final_norm = 0;    ///< the last stage's norm
+  double head = 0;          ///< the LM head's matrix
+  bool tied_head = false;   ///< the head is the token embedding
+  double lookup_only = 0;   ///< lookup tables never used as a matrix product
+};
+
+Shape shape_of(const ModelSpec& m) {
+  const double d = m.d_model, f = m.ffn_hidden, V = m.vocab_size, s = m.seq_len;
+  Shape shape;
+  shape.head = V * d;
+  switch (m.family) {
+    case ModelFamily::Llama:
+      shape.layer_matmul = 4 * d * d + 3 * d * f;
+      shape.layer_params = shape.layer_matmul + 2 * d;  // two RMSNorm weights
+      shape.embedding = V * d;
+      shape.final_norm = d;
+      shape.lookup_only = V * d;  // the token embedding; the untied head is a matrix product
+      return shape;
+    case ModelFamily::Gpt2:
+      shape.layer_matmul = 4 * d * d + 2 * d * f;
+      // attention biases 4d, MLP biases f + d, two LayerNorms (weight + bias) 4d
+      shape.layer_params = shape.layer_matmul + 4 * d + f + d + 4 * d;
+      shape.embedding = V * d + s * d;  // token + position embeddings
+      shape.final_norm = 2 * d;
+      shape.tied_head = true;
+      shape.lookup_only = s * d;  // the position embedding; the token embedding is also the head
+      return shape;
+  }
+  throw std::logic_error("CostModel: model.family " +
+                         std::string(kModelFamilyNames.name(m.family)) + " has no shape");
+}
+
+double bytes_per_element_of(Precision precision) {
+  switch (precision) {
+    case Precision::Fp32:
+      return 4;
+    case Precision::Bf16:
+      return 2;
+  }
+  throw std::logic_error("CostModel: training.precision " +
+                         std::string(kPrecisionNames.name(precision)) + " has no element size");
+}
+
+/// Layers per stage, in stage order.
+std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
+  const int stages = l.pp * l.virtual_stages;
+  if (stages < 1) throw std::invalid_argument("CostModel: layout.pp * virtual_stages < 1");
+  if (!l.stage_layers.empty()) {
+    const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
+    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers) {
+      throw std::invalid_argument(
+          "CostModel: layout.stage_layers must have pp*virtual_stages entries summing to "
+          "model.n_layers");
+    }
+    return l.stage_layers;
+  }
+  if (m.n_layers % stages != 0) {
+    throw std::invalid_argument("CostModel: pp*virtual_stages must divide model.n_layers");
+  }
+  return std::vector<int>(stages, m.n_layers / stages);
+}
+
+/// Seconds of one all-reduce of `bytes` over the tensor-parallel group: a ring over the
+/// intra-node link when the group fits in a node's rank slots (Megatron-LM places it there),
+/// else over the inter-node link.
+double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
+  const ClusterSpec& c = scenario.cluster;
+  const int t = scenario.layout.tp;
+  const LinkSpec& link = t <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
+  return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
+}
+
+/// Seconds of the operators of `kind` in one layer's `pass` on one GPU.
+double layer_kind_seconds(const DeviceDescription& device, const Scenario& scenario, Pass pass,
+                          OpKind kind) {
+  double seconds = 0;
+  const Precision precision = scenario.training.precision;
+  for (const Op& op : layer_ops(scenario.model, scenario.layout, precision, pass))
+    if (op.kind == kind) seconds += op_seconds(device, op, precision);
+  return seconds;
+}
+
+/// Seconds of one layer's GEMMs on one GPU that tensor-parallel collectives can overlap: F's, and
+/// I's with W's (Transformer Engine hides the backward's all-gathers under the weight-gradient
+/// GEMMs), full recomputation's repeated forward included. From the device description's GEMM
+/// kernels, else the GEMM FLOPs at the device's peak · efficiency.
+PassSeconds overlappable_gemm_seconds(const Scenario& scenario, double matmul_flops) {
+  const LayoutSpec& l = scenario.layout;
+  const DeviceSpec& device = scenario.cluster.device;
+  PassSeconds gemm;
+  if (device.description) {
+    const auto sum = [&](Pass pass) {
+      return layer_kind_seconds(*device.description, scenario, pass, OpKind::Gemm);
+    };
+    gemm = {sum(Pass::Forward), sum(Pass::InputBackward), sum(Pass::WeightBackward)};
+  } else {
+    const double seconds = matmul_flops / (device.peak_flops * device.efficiency);
+    gemm = {seconds, seconds, seconds};
+  }
+  gemm.input_backward += gemm.weight_backward;
+  if (l.recompute == Recompute::Full) gemm.input_backward += gemm.forward;
+  return gemm;
+}
+
+/// Seconds that `comm` seconds of tensor-parallel collectives add to a pass whose GEMMs take
+/// `gemm` seconds when they overlap those GEMMs (layout.tp_comm_overlap): what the GEMMs do not
+/// hide, plus the stretch of the GEMMs that run beside communication (the device's
+/// overlap_slowdown, 1 without a description: the collectives' kernels take SMs).
+double overlapped_tp_seconds(double comm, double gemm, double slowdown) {
+  return std::max(0.0, comm - gemm) + (slowdown - 1) * std::min(comm, gemm);
+}
+
+/// The parameters of `params` whose optimizer state one GPU holds and updates: its 1/tp slice,
+/// and 1/dp of that under ZeRO.
+double optimizer_shard(const LayoutSpec& l, double params) {
+  return params / l.tp / (l.zero >= 1 ? l.dp : 1);
+}
+
+/// Seconds of one transformer layer's passes on one GPU, the forward that recomputation repeats
+/// included in input_backward (see the class comment). The same for every stage.
+PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
+  PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision);
+  if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
+  if (l.recompute == Recompute::Selective)
+    layer.input_backward += layer_kind_seconds(device, scenario, Pass::Forward, OpKind::Attention);
+  return layer;
+}
+
+/// KernelSeconds of stage `c` from its layers' `layer` seconds (see the class comment).
+KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
+                                   const PassSeconds& layer, const StageCost& c) {
+  const ModelSpec& m = scenario.model;
+  const LayoutSpec& l = scenario.layout;
+  const Precision precision = scenario.training.precision;
+  const double L = c.num_layers;
+  KernelSeconds k{L * layer.forward, L * layer.input_backward, L * layer.weight_backward, 0};
+  const auto add = [&k](const PassSeconds& p) {
+    k.forward += p.forward;
+    k.input_backward += p.input_backward;
+    k.weight_backward += p.weight_backward;
+  };
+  if (c.has_embedding) add(embedding_seconds(device, m, l, precision));
+  if (c.has_head) add(head_seconds(device, m, l, precision));
+  k.optimizer = optimizer_seconds(device, optimizer_shard(l, c.params));
+  return k;
+}
+
+/// Host transfers of layout.offload (see the class comment); the GPU no longer runs the optimizer.
+void add_offload_transfers(const Scenario& scenario, double bpe, double grad_bpe, StageCost& c) {
+  const LayoutSpec& l = scenario.layout;
+  if (l.offload == Offload::None) return;
+  const LinkSpec& host = scenario.cluster.device.host_link;
+  const double shard = optimizer_shard(l, c.params);
+  const auto transfer = [&host](double bytes) { return host.latency + bytes / host.bandwidth; };
+  // gradients down, updated weights up
+  c.host_optimizer_s = transfer(shard * grad_bpe) + transfer(shard * bpe);
+  c.optimizer_flops = 0;
+  if (c.kernel) c.kernel->optimizer = 0;
+  if (l.offload == Offload::OptimizerParams) c.host_pass_s = transfer(c.params / l.tp * bpe);
+}
+
+}  // namespace
+
+CostModel::CostModel(const Scenario& scenario)
+    : model_(scenario.model),
+      layout_(scenario.layout),
+      bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
+      grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
+  const Shape shape = shape_of(model_);
+  const std::vector<int> layers = split_layers(model_, scenario.layout);
+  const double T = tokens_per_microbatch();
+  const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
+               b = scenario.layout.micro_batch_size;
+  const double bpe = bytes_per_element_;
+  const LayoutSpec& l = scenario.layout;
+  const double t = l.tp;
+  const double sp_shard = l.sequence_parallel ? t : 1;  // sequence-parallel regions hold s/t
+
+  // Per layer, per microbatch, per GPU of the tensor-parallel group.
+  const double matmul_flops = 2 * T * shape.layer_matmul / t;  // the weight products' forward
+  const double attention_flops = 4 * T * s * d / t;            // QKᵀ and AV, forward
+  const LayerActivationShape layer_shape{
+      s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
+  const double layer_activation =
+      layer_activation_bytes(layer_shape, l.recompute, model_.attention, bpe);
+  const double layer_input_backward_freed =
+      input_backward_freed_bytes(layer_shape, l.recompute, model_.attention, bpe);
+  // With full recomputation the layer whose backward runs holds its recomputed activations, all
+  // of them, until that backward ends (Chen et al. 2016 §3).
+  const double recomputed_layer =
+      l.recompute == Recompute::Full
+          ? layer_activation_bytes(layer_shape, Recompute::None, model_.attention, bpe)
+          : 0;
+  const double head_flops = 2 * T * d * V / t;
+  // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
+  // full the whole layer, selective the attention core.
+  const double recompute_flops = l.recompute == Recompute::Full ? matmul_flops + attention_flops
+                                 : l.recompute == Recompute::Selective ? attention_flops
+                                                                       : 0;
+  // Megatron's f/g operators: 2 all-reduces of b·s·h per layer in the forward and 2 in the input
+  // backward (Narayanan et al. 2021 §3.2); with sequence parallelism all-gathers and
+  // reduce-scatters of the same volume and time (Korthikanti et al. 2022 §4.2.2). Full
+  // recomputation repeats the forward's 2.
+  const double tp_collective = tp_allreduce_seconds(scenario, T * d * bpe);
+  const int recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
+  const auto& device = scenario.cluster.device.description;
+  const std::optional<PassSeconds> layer_kernel =
+      device ? std::optional(layer_kernel_seconds(*device, scenario)) : std::nullopt;
+  // Per layer: the collectives' seconds each pass adds (overlapped with GEMMs or not).
+  double layer_tp_forward = 2 * tp_collective;
+  double layer_tp_input_backward = (2 + recompute_collectives) * tp_collective;
+  if (l.tp_comm_overlap) {
+    const PassSeconds gemm = overlappable_gemm_seconds(scenario, matmul_flops);
+    const double slowdown = device ? device->overlap_slowdown : 1;
+    layer_tp_forward = overlapped_tp_seconds(layer_tp_forward, gemm.forward, slowdown);
+    layer_tp_input_backward =
+        overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
+  }
+
+  const int n = static_cast<int>(layers.size());
+  int first = 0;
+  for (int i = 0; i < n; ++i) {
+    StageCost c;
+    c.first_layer = first;
+    c.num_layers = layers[i];
+    c.has_embedding = i == 0;
+    c.has_head = i == n - 1;
+    first += layers[i];
+
+    const double L = c.num_layers;
+    c.params = L * shape.layer_params;
+    c.forward_flops = L * (matmul_flops + attention_flops);
+    c.recompute_flops = L * recompute_flops;
+    c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
+    c.weight_backward_flops = L * matmul_flops;
+    c.activation_bytes = L * layer_activation;
+    c.input_backward_freed_bytes = L * layer_input_backward_freed;
+    if (L > 0) c.backward_workspace_bytes = recomputed_layer;
+    c.tp_forward_s = L * layer_tp_forward;
+    c.tp_input_backward_s = L * layer_tp_input_backward;
+    if (l.tp > 1) {
+      c.tp_forward_collectives = 2 * c.num_layers;
+      c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;
+    }
+    if (c.has_embedding) {
+      c.params += shape.embedding;
+      c.activation_bytes += T * d * bpe / sp_shard;
+      if (l.tp > 1) {  // the vocabulary-parallel lookup's sum
+        c.tp_forward_s += tp_collective;
+        ++c.tp_forward_collectives;
+      }
+    }
+    if (c.has_head) {
+      // A tied head is the embedding itself on a single stage, a copy of it otherwise.
+      const bool head_is_embedding = shape.tied_head && c.has_embedding;
+      c.params += shape.final_norm + (head_is_embedding ? 0 : shape.head);
+      c.forward_flops += head_flops;
+      c.input_backward_flops += head_flops;
+      c.weight_backward_flops += head_flops;
+      // The loss runs on fp32 logits at either precision (models/nn/stage_module.cpp), as
+      // Megatron-LM's does (Korthikanti et al. 2022 §4.3: 4·s·b·v bytes): it keeps their
+      // log-softmax, and its backward holds two fp32 logit-sized gradients more.
+      c.activation_bytes += T * V * kLossBytesPerElement / t;
+      // A split backward's I frees the log-softmax and stashes the logits' gradient for the
+      // head's W at the compute precision.
+      c.input_backward_freed_bytes += T * V * (kLossBytesPerElement - bpe) / t;
+      c.backward_workspace_bytes =
+          std::max(c.backward_workspace_bytes, 2 * T * V * kLossBytesPerElement / t);
+      if (l.tp > 1) {  // the head input's gradient sum
+        c.tp_input_backward_s += tp_collective;
+        ++c.tp_input_backward_collectives;
+      }
+    }
+    c.optimizer_flops = kAdamFlopsPerParam * optimizer_shard(l, c.params);
+    const double largest_tensor =
+        l.zero > 0 ? optimizer_shard(l, c.params)
+                   : std::max({L > 0 ? std::max(d, double(model_.ffn_hidden)) * d / t : 0.0,
+                               c.has_embedding || c.has_head ? V * d / t : 0.0});
+    c.optimizer_workspace_bytes = 2 * kMasterBytesPerParam * largest_tensor;
+    if (device) c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c);
+    add_offload_transfers(scenario, bpe, grad_bytes_per_element_, c);
+    stages_.push_back(c);
+  }
+}
+
+const StageCost& CostModel::stage(int s) const {
+  if (s < 0 || s >= num_stages()) {
+    throw std::out_of_range("CostModel::stage: no stage " + std::to_string(s) + " of " +
+                            std::to_string(num_stages()));
+  }
+  return stages_[s];
+}
+
+double CostModel::boundary_bytes() const {
+  return tokens_per_microbatch() * model_.d_model * bytes_per_element_;
+}
+
+double CostModel::gradient_bytes(int s) const {
+  return stage(s).params * grad_bytes_per_element_;
+}
+
+double CostModel::weight_bytes(int s) const {
+  return stage(s).params * bytes_per_element_;
+}
+
+double CostModel::bucket_params() const {
+  return layout_.bucket_size > 0 ? layout_.bucket_size / grad_bytes_per_element_
+                                 : std::max(4e7, 1e6 * layout_.dp);
+}
+
+double CostModel::parameter_bytes(int s) const {
+  return stage(s).params * kMasterBytesPerParam;
+}
+
+double CostModel::static_memory_bytes(int s) const {
+  return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
+                           bytes_per_element_, grad_bytes_per_element_);
+}
+
+double CostModel::gathered_weight_bytes(int s) const {
+  return stage(s).params / layout_.tp * bytes_per_element_;
+}
+
+double CostModel::gathered_gradient_bytes(int s) const {
+  return stage(s).params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
+}
+
+double CostModel::total_params() const {
+  const Shape shape = shape_of(model_);
+  return shape.embedding + model_.n_layers * shape.layer_params + shape.final_norm +
+         (shape.tied_head ? 0 : shape.head);
+}
+
+double CostModel::non_embedding_params() const {
+  return total_params() - shape_of(model_).lookup_only;
+}
+
+double CostModel::model_flops_per_token() const {
+  const double L = model_.n_layers, d = model_.d_model, s = model_.seq_len;
+  return 6 * non_embedding_params() + 12 * L * d * s;
+}
+
+double CostModel::tokens_per_microbatch() const {
+  return static_cast<double>(layout_.micro_batch_size) * model_.seq_len;
+}
+
+}  // namespace dtwin

@@ -1,0 +1,208 @@
+#include "models/cost/layer_ops.hpp"
+
+#include <algorithm>
+
+namespace dtwin {
+namespace {
+
+/// A forward operator with the bytes of its backward kernels (memory-bound operators): the
+/// source of its ops in the three passes.
+struct Step {
+  Op forward;
+  double input_backward_bytes = 0;   ///< MemoryBound: its kernel in I (none if 0)
+  double weight_backward_bytes = 0;  ///< MemoryBound: its kernel in W (none if 0)
+};
+
+Step gemm(const std::string& name, double m, double n, double k) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::Gemm;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.flops = 2 * m * n * k;
+  return {op};
+}
+
+Step memory(const std::string& name, double forward_bytes, double input_backward_bytes,
+            double weight_backward_bytes = 0) {
+  Op op;
+  op.name = name;
+  op.bytes = forward_bytes;
+  return {op, input_backward_bytes, weight_backward_bytes};
+}
+
+Step attention(const std::string& name, const AttentionCore& core) {
+  Op op;
+  op.name = name;
+  op.kind = OpKind::Attention;
+  op.attention = core;
+  op.flops = attention_flops(core);
+  return {op};
+}
+
+/// The ops of `steps` (forward operators in order) in `pass`: F in order, I in reverse order,
+/// W in reverse order (the order the backward reaches them).
+std::vector<Op> ops_of(const std::vector<Step>& steps, Pass pass) {
+  std::vector<Op> ops;
+  if (pass == Pass::Forward) {
+    for (const Step& s : steps) {
+      if (s.forward.kind != OpKind::MemoryBound || s.forward.bytes > 0) ops.push_back(s.forward);
+    }
+    return ops;
+  }
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const Op& f = it->forward;
+    const bool input = pass == Pass::InputBackward;
+    if (f.kind == OpKind::Gemm) {
+      // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
+      ops.push_back(input ? gemm(f.name + " dgrad", f.m, f.k, f.n).forward
+                          : gemm(f.name + " wgrad", f.k, f.n, f.m).forward);
+    } else if (f.kind == OpKind::Attention && input) {
+      AttentionCore core = f.attention;
+      core.backward = true;
+      ops.push_back(attention("attention backward", core).forward);
+    } else if (f.kind == OpKind::MemoryBound) {
+      const double bytes = input ? it->input_backward_bytes : it->weight_backward_bytes;
+      const std::string name = f.name + (input ? " backward" : " wgrad");
+      if (bytes > 0) ops.push_back(memory(name, bytes, 0).forward);
+    }
+  }
+  return ops;
+}
+
+/// The dimensions the op lists are built from, as doubles (products overflow int).
+struct Dims {
+  double T = 0;   ///< tokens per microbatch, b·s
+  double Tn = 0;  ///< tokens of the norms, dropout and residual adds: T, or T/tp
+  double s = 0, d = 0, f = 0, V = 0, a = 0, b = 0, tp = 1, e = 4;
+};
+
+Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precision) {
+  Dims x;
+  x.b = layout.micro_batch_size;
+  x.s = model.seq_len;
+  x.T = x.b * x.s;
+  x.tp = layout.tp;
+  x.Tn = layout.sequence_parallel ? x.T / x.tp : x.T;
+  x.d = model.d_model;
+  x.f = model.ffn_hidden;
+  x.V = model.vocab_size;
+  x.a = model.n_heads;
+  x.e = element_bytes(precision);
+  return x;
+}
+
+std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
+  const bool llama = model.family == ModelFamily::Llama;
+  const double stream = x.Tn * x.d * x.e;  // one residual-stream tensor
+  const double mask = llama ? 0 : x.Tn * x.d;
+  const auto norm = [&](const std::string& name) { return memory(name, 2 * stream, 3 * stream); };
+  const auto residual = [&](const std::string& name) {
+    return llama ? memory(name, 3 * stream, 3 * stream)
+                 : memory(name, 3 * stream + mask, 5 * stream + mask);
+  };
+  const double hidden = x.T * (x.f / x.tp) * x.e;  // one MLP hidden tensor
+
+  AttentionCore core;
+  core.batch_heads = x.b * x.a / x.tp;
+  core.seq_len = x.s;
+  core.head_dim = x.d / x.a;
+  core.kind = model.attention;
+  core.dropout = !llama;
+
+  std::vector<Step> steps = {norm("input_norm"), gemm("qkv", x.T, 3 * x.d / x.tp, x.d)};
+  if (llama) {
+    const double qk = 2 * x.T * (x.d / x.tp) * x.e;
+    steps.push_back(memory("rotary", 2 * qk, 2 * qk));
+  }
+  steps.push_back(attention("attention", core));
+  steps.push_back(gemm("attention_out", x.T, x.d, x.d / x.tp));
+  steps.push_back(residual("attention_residual"));
+  steps.push_back(norm("mlp_norm"));
+  if (llama) {
+    steps.push_back(gemm("mlp_gate", x.T, x.f / x.tp, x.d));
+    steps.push_back(gemm("mlp_up", x.T, x.f / x.tp, x.d));
+    steps.push_back(memory("swiglu", 3 * hidden, 5 * hidden));
+    steps.push_back(gemm("mlp_down", x.T, x.d, x.f / x.tp));
+  } else {
+    steps.push_back(gemm("mlp_fc1", x.T, x.f / x.tp, x.d));
+    steps.push_back(memory("gelu", 2 * hidden, 3 * hidden));
+    steps.push_back(gemm("mlp_fc2", x.T, x.d, x.f / x.tp));
+  }
+  steps.push_back(residual("mlp_residual"));
+  return steps;
+}
+
+PassSeconds pass_seconds(const DeviceDescription& device, Precision precision,
+                         const std::vector<Step>& steps) {
+  const auto sum = [&](Pass pass) {
+    double seconds = 0;
+    for (const Op& op : ops_of(steps, pass)) seconds += op_seconds(device, op, precision);
+    return seconds;
+  };
+  return {sum(Pass::Forward), sum(Pass::InputBackward), sum(Pass::WeightBackward)};
+}
+
+std::vector<Step> head_steps(const Dims& x) {
+  const double stream = x.Tn * x.d * x.e;
+  const double logits = x.T * (x.V / x.tp) * x.e;
+  return {memory("final_norm", 2 * stream, 3 * stream), gemm("lm_head", x.T, x.V / x.tp, x.d),
+          memory("cross_entropy", 3 * logits, 2 * logits)};
+}
+
+std::vector<Step> embedding_steps(const ModelSpec& model, const Dims& x) {
+  const double tables = model.family == ModelFamily::Gpt2 ? 2 : 1;  // + position embedding
+  const double rows = x.T * x.d * x.e;
+  return {memory("embedding", (tables + 1) * rows, 0, 3 * tables * rows)};
+}
+
+}  // namespace
+
+std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                          Pass pass) {
+  return ops_of(layer_steps(model, dims_of(model, layout, precision)), pass);
+}
+
+std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                         Pass pass) {
+  return ops_of(head_steps(dims_of(model, layout, precision)), pass);
+}
+
+std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                              Pass pass) {
+  return ops_of(embedding_steps(model, dims_of(model, layout, precision)), pass);
+}
+
+double op_seconds(const DeviceDescription& device, const Op& op, Precision precision) {
+  switch (op.kind) {
+    case OpKind::Gemm:
+      return gemm_seconds(device, op.m, op.n, op.k, precision);
+    case OpKind::Attention:
+      return attention_seconds(device, op.attention, precision);
+    case OpKind::MemoryBound:
+      break;
+  }
+  return memory_bound_seconds(device, op.bytes);
+}
+
+PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& model,
+                          const LayoutSpec& layout, Precision precision) {
+  return pass_seconds(device, precision, layer_steps(model, dims_of(model, layout, precision)));
+}
+
+PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
+                         const LayoutSpec& layout, Precision precision) {
+  return pass_seconds(device, precision, head_steps(dims_of(model, layout, precision)));
+}
+
+PassSeconds embedding_seconds(const DeviceDescription& device, const ModelSpec& model,
+                              const LayoutSpec& layout, Precision precision) {
+  return pass_seconds(device, precision, embedding_steps(model, dims_of(model, layout, precision)));
+}
+
+double optimizer_seconds(const DeviceDescription& device, double params_per_gpu) {
+  return memory_bound_seconds(device, kAdamBytesPerParam * params_per_gpu);
+}
+
+}  // namespace dtwin

@@ -1,0 +1,120 @@
+// The operators (kernels) that one GPU runs for a transformer layer, the last stage's head, the
+// first stage's embedding and the optimizer step, and their seconds under the kernel-level
+// compute model (models/cost/kernel_model.hpp). Tensor-parallel communication (the all-reduces, or
+// the all-gathers and reduce-scatters of sequence parallelism) is not included here.
+//
+// Notation as in models/cost/cost_model.hpp, per microbatch and per GPU: T = b·s tokens (b =
+// layout.micro_batch_size, s = model.seq_len), d = d_model, f = ffn_hidden, V = vocab_size,
+// a = n_heads, tp = layout.tp, e = bytes per element at the training precision. Tensor
+// parallelism splits as Megatron-LM does (Shoeybi et al. 2019): the QKV and MLP up/gate
+// projections by columns (n = 3d/tp, f/tp), the attention output and MLP down projections by
+// rows (k = d/tp, f/tp), a/tp heads per GPU; the LM head by vocabulary (n = V/tp). Norms,
+// dropout and residual adds run on all T tokens of every GPU of the group, or on T/tp of them
+// with sequence parallelism (Korthikanti et al. 2022); call that count Tn.
+//
+// Every operator of the forward F has its input-gradient backward I (in reverse order) and, if
+// it has weights, its weight-gradient backward W, as in zero-bubble schedules (Qi et al. 2024):
+// a GEMM (m, n, k) has the dgrad GEMM (m, k, n) in I and the wgrad GEMM (k, n, m) in W; the
+// attention core has its backward in I; a memory-bound operator has its backward kernel in I.
+// Bias additions run in the GEMM epilogues and bias gradients in the wgrad GEMMs, and norm
+// weight gradients in the norm backward kernel: none has a kernel of its own.
+//
+// Bytes of the memory-bound operators, forward / input backward (weights of d elements and
+// other tables much smaller than the activations are left out):
+//  - RMSNorm or LayerNorm: reads x and writes y, 2·Tn·d·e / reads x and dy and writes dx,
+//    3·Tn·d·e;
+//  - rotary embedding (llama): reads and writes q and k, 4·T·(d/tp)·e / the same for their
+//    gradients;
+//  - residual add (llama): reads both inputs and writes the sum, 3·Tn·d·e / adds the branch's
+//    gradient to the residual stream's, 3·Tn·d·e;
+//  - dropout and residual add (gpt2, fused as Megatron-LM does): the same plus the dropout's
+//    one-byte mask written, 3·Tn·d·e + Tn·d / the dropout backward (reads dy and the mask,
+//    writes dx) and the residual gradient add, 5·Tn·d·e + Tn·d;
+//  - SwiGLU (llama): reads gate and up and writes their product, 3·T·(f/tp)·e / reads gate, up
+//    and dy and writes both gradients, 5·T·(f/tp)·e;
+//  - GELU (gpt2): reads x and writes y, 2·T·(f/tp)·e / reads x and dy and writes dx,
+//    3·T·(f/tp)·e;
+//  - cross-entropy over the T·V/tp logits: reads them for their maximum, reads them again and
+//    writes the softmax kept for the backward, 3·T·(V/tp)·e / reads the softmax and writes the
+//    logits' gradient, 2·T·(V/tp)·e;
+//  - embedding lookup (a gather, one per table: the token embedding, and for gpt2 the position
+//    embedding): reads T rows of each table and writes their sum, (tables + 1)·T·d·e; no input
+//    gradient; its weight gradient (in W) reads the output gradient and adds it into T rows of
+//    each table's gradient, 3·tables·T·d·e. A vocabulary-parallel table writes the whole T·d
+//    output on every GPU (rows of other GPUs' shards as zeros).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/cost/kernel_model.hpp"
+#include "models/spec/device_description.hpp"
+#include "models/spec/scenario.hpp"
+
+namespace dtwin {
+
+enum class OpKind { Gemm, Attention, MemoryBound };
+
+/// The three passes of a microbatch: forward F, input-gradient backward I, weight-gradient
+/// backward W.
+enum class Pass { Forward, InputBackward, WeightBackward };
+
+/// One operator (one kernel, or for eager attention a few) on one GPU.
+struct Op {
+  std::string name;  ///< e.g. "qkv", "qkv dgrad", "qkv wgrad", "attention backward"
+  OpKind kind = OpKind::MemoryBound;
+  double m = 0, n = 0, k = 0;  ///< Gemm: C[m×n] = A[m×k]·B[k×n]
+  AttentionCore attention;     ///< Attention: the core it computes
+  double flops = 0;            ///< Gemm (2·m·n·k) and Attention (attention_flops); else 0
+  double bytes = 0;            ///< MemoryBound: bytes read and written (see the file comment)
+};
+
+/// Seconds per microbatch of each pass.
+struct PassSeconds {
+  double forward = 0;
+  double input_backward = 0;
+  double weight_backward = 0;
+};
+
+/// The operators of one transformer layer of `model` in `pass` for one microbatch, in the order
+/// they run, on one GPU of a tensor-parallel group of layout.tp (with
+/// layout.sequence_parallel), at training precision `precision`.
+///  - llama: RMSNorm, QKV (n = 3d/tp, no bias), rotary, attention, output projection (k = d/tp),
+///    residual add, RMSNorm, MLP gate and up (n = f/tp each), SwiGLU, down (k = f/tp), residual.
+///  - gpt2: LayerNorm, QKV with bias, attention with dropout, output projection, dropout and
+///    residual add, LayerNorm, MLP fc1 (n = f/tp), GELU, fc2 (k = f/tp), dropout and residual.
+/// The GEMM FLOPs of F sum to 2·T·Wm/tp (Wm as in CostModel); those of I and of W to as much.
+std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                          Pass pass);
+/// The last stage's head: the final norm, the LM head GEMM (T, V/tp, d) and the cross-entropy.
+std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                         Pass pass);
+/// The first stage's embedding lookup (F) and its weight gradient (W); I is empty.
+std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                              Pass pass);
+
+/// Seconds of `op` on `device` (gemm_seconds, attention_seconds or memory_bound_seconds).
+double op_seconds(const DeviceDescription& device, const Op& op, Precision precision);
+
+/// Seconds per microbatch of each pass of one layer on one GPU: the sums of op_seconds over
+/// layer_ops.
+PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& model,
+                          const LayoutSpec& layout, Precision precision);
+/// The same for head_ops.
+PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
+                         const LayoutSpec& layout, Precision precision);
+/// The same for embedding_ops.
+PassSeconds embedding_seconds(const DeviceDescription& device, const ModelSpec& model,
+                              const LayoutSpec& layout, Precision precision);
+
+/// Bytes that an AdamW step reads and writes per parameter, 28 in both precisions: fp32 reads
+/// and writes the weight, m and v (24) and reads the gradient (4); bf16 reads and writes the
+/// fp32 master weight, m and v (24), reads the bf16 gradient (2) and writes the bf16 weight (2)
+/// (mixed-precision Adam as in Rajbhandari et al. 2020, "ZeRO", §3.1).
+inline constexpr double kAdamBytesPerParam = 28;
+
+/// Seconds of one AdamW step over `params_per_gpu` parameters (the GPU's shard), memory-bound:
+/// memory_bound_seconds(kAdamBytesPerParam · params_per_gpu), one fused multi-tensor kernel.
+double optimizer_seconds(const DeviceDescription& device, double params_per_gpu);
+
+}  // namespace dtwin

@@ -1,0 +1,137 @@
+#include "models/cost/step_estimate.hpp"
+
+#include <algorithm>
+
+#include "models/cost/parallel_memory.hpp"
+#include "models/cost/rank_sharing.hpp"
+#include "models/cost/schedule_memory.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/lowering.hpp"
+
+namespace dtwin {
+namespace {
+
+using sched::ScheduleKind;
+
+// Seconds of `flops` (per GPU) on a schedule rank, as the simulator's platform runs them: the
+// rank carries the work of the group members sharing its device, on threads_per_rank cores of
+// peak · efficiency / cores each.
+double flop_seconds(const Scenario& scenario, double flops) {
+  const DeviceSpec& d = scenario.cluster.device;
+  return flops * members_per_device(scenario) * d.cores /
+         (threads_per_rank(scenario) * d.peak_flops * d.efficiency);
+}
+
+// How many times over the device's cores its ranks' threads oversubscribe them (at least 1).
+double oversubscription(const Scenario& scenario) {
+  const ClusterSpec& c = scenario.cluster;
+  return std::max(1.0, double(c.ranks_per_device) / members_per_device(scenario) *
+                           threads_per_rank(scenario) / c.device.cores);
+}
+
+// Seconds of one microbatch's F and B (I + W) of stage `s`, their collectives included, and of
+// the stage's optimizer step.
+struct StageSeconds {
+  double forward = 0, backward = 0, optimizer = 0;
+};
+
+StageSeconds stage_seconds(const Scenario& scenario, const StageCost& c) {
+  StageSeconds t;
+  if (c.kernel) {
+    t = {c.kernel->forward, c.kernel->input_backward + c.kernel->weight_backward,
+         c.kernel->optimizer};
+  } else {
+    t = {flop_seconds(scenario, c.forward_flops),
+         flop_seconds(scenario, c.input_backward_flops + c.weight_backward_flops),
+         flop_seconds(scenario, c.optimizer_flops)};
+  }
+  t.forward += c.tp_forward_s + c.host_pass_s;
+  t.backward += c.tp_input_backward_s + c.host_pass_s;
+  t.optimizer += c.host_optimizer_s;
+  return t;
+}
+
+// The link a data-parallel group of tp·dp GPUs crosses.
+const LinkSpec& dp_link(const Scenario& scenario) {
+  const ClusterSpec& c = scenario.cluster;
+  const LayoutSpec& l = scenario.layout;
+  return l.tp * l.dp <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
+}
+
+// Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`: an
+// all-reduce (two ring halves) or, under ZeRO, a reduce-scatter of the gradients and an
+// all-gather of the weights, which are bytes_per_element / grad_bytes_per_element as large.
+double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
+                  double bucket_bytes) {
+  const LayoutSpec& l = scenario.layout;
+  if (l.dp == 1) return 0;
+  const LinkSpec& link = dp_link(scenario);
+  const double zero3 = l.zero == 3 ? 1.5 : 1;  // ZeRO-3 also gathers the weights for B
+  const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
+  const double exposed =
+      l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
+  return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
+                  ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
+}
+
+}  // namespace
+
+sched::Schedule memory_proxy(const LayoutSpec& l) {
+  const sched::Layout layout{std::min(l.dp, 2), l.pp,      l.virtual_stages,
+                             l.microbatches,    l.dp_sync, l.zero};
+  return sched::lower(sched::generate(l.schedule, layout));
+}
+
+StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost) {
+  return estimate_step(scenario, cost, memory_proxy(scenario.layout));
+}
+
+StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
+                           const sched::Schedule& proxy) {
+  const LayoutSpec& l = scenario.layout;
+  const double v = l.schedule == ScheduleKind::Interleaved1F1B ? l.virtual_stages : 1;
+  const double m = l.microbatches;
+  StepEstimate e;
+  e.peak_bytes.assign(l.pp, 0);
+  const double bucket_bytes = cost.bucket_params() * cost.grad_bytes_per_element();
+  // Each stage (model chunk) synchronizes its own gradients, as Megatron-LM's per-chunk gradient
+  // buffers do: without overlap a rank's v collectives add up, each paying the ring's latencies;
+  // with overlap_grad_reduce only a bucket of its last one is exposed.
+  std::vector<double> work(l.pp, 0), optimizer(l.pp, 0), sync(l.pp, 0);
+  for (int s = 0; s < cost.num_stages(); ++s) {
+    const int r = s % l.pp;
+    const StageCost& c = cost.stage(s);
+    const StageSeconds t = stage_seconds(scenario, c);
+    work[r] += t.forward + t.backward;
+    optimizer[r] += t.optimizer;
+    const double stage_sync = dp_seconds(scenario, cost, cost.gradient_bytes(s), bucket_bytes);
+    sync[r] = l.overlap_grad_reduce ? std::max(sync[r], stage_sync) : sync[r] + stage_sync;
+  }
+  double slowest = 0;
+  for (int r = 0; r < l.pp; ++r) {
+    slowest = std::max(slowest, work[r]);
+    e.peak_bytes[r] = peak_memory_bytes(proxy, proxy.layout.rank(0, r), cost);
+  }
+  const double bubble_units = l.schedule == ScheduleKind::ZbH1 ? (l.pp - 1) / 3.0 : l.pp - 1;
+  e.bubble_s = bubble_units * slowest / v;
+  // Ranks that share a device's cores cannot together run faster than the cores allow.
+  e.pipeline_s = std::max(m * slowest + e.bubble_s, m * slowest * oversubscription(scenario));
+
+  // Neighbouring pipeline ranks are dp·tp GPUs apart (Megatron's rank order).
+  const ClusterSpec& cluster = scenario.cluster;
+  const LinkSpec& p2p = l.dp * l.tp < cluster.devices_per_node * cluster.ranks_per_device
+                            ? cluster.intra_node
+                            : cluster.inter_node;
+  // The warm-up and cool-down cross every stage boundary of the pipeline once each way.
+  const double p2p_s =
+      l.pp > 1 ? 2 * (cost.num_stages() - 1) * (p2p.latency + cost.boundary_bytes() / p2p.bandwidth)
+               : 0;
+  double tail = 0;  // the slowest rank's gradient sync and optimizer step
+  for (int r = 0; r < l.pp; ++r) tail = std::max(tail, sync[r] + optimizer[r]);
+  e.optimizer_s = *std::max_element(optimizer.begin(), optimizer.end());
+  e.exposed_comm_s = p2p_s + tail - e.optimizer_s;
+  e.step_s = e.pipeline_s + p2p_s + tail;
+  return e;
+}
+
+}  // namespace dtwin

@@ -1,0 +1,129 @@
+#include "models/nn/llama_layers.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "models/nn/recompute.hpp"
+
+namespace dtwin::nn {
+
+TokenEmbeddingImpl::TokenEmbeddingImpl(std::int64_t vocab_size, std::int64_t d_model,
+                                       const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({vocab_size, d_model}, options));
+}
+
+torch::Tensor TokenEmbeddingImpl::forward(const torch::Tensor& ids) {
+  return torch::embedding(weight, ids);
+}
+
+RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOptions& options)
+    : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}, options));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor xf = x.to(torch::kFloat32);
+  const torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return normed.to(x.scalar_type()) * weight.to(x.scalar_type());
+}
+
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(std::int64_t seq_len, std::int64_t head_dim,
+                                                      double base,
+                                                      const torch::TensorOptions& options) {
+  const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32).device(options.device());
+  const torch::Tensor exponents =
+      torch::arange(0, head_dim, 2, fp32) / static_cast<double>(head_dim);
+  const torch::Tensor inv_freq = torch::pow(base, -exponents);          // [hd/2]
+  const torch::Tensor positions = torch::arange(seq_len, fp32);         // [s]
+  const torch::Tensor angles = torch::outer(positions, inv_freq);       // [s, hd/2]
+  const torch::Tensor full = torch::cat({angles, angles}, /*dim=*/-1);  // [s, hd]
+  return {full.cos().to(options.dtype()), full.sin().to(options.dtype())};
+}
+
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
+                           const torch::Tensor& sin) {
+  const std::int64_t half = x.size(-1) / 2;
+  const torch::Tensor x1 = x.narrow(-1, 0, half);
+  const torch::Tensor x2 = x.narrow(-1, half, half);
+  const torch::Tensor rotated = torch::cat({-x2, x1}, /*dim=*/-1);
+  return x * cos + rotated * sin;
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, dtwin::Attention core) {
+  if (core == dtwin::Attention::Eager) {
+    const std::int64_t s = q.size(-2);
+    const torch::Tensor scores =
+        torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    const torch::Tensor future =
+        torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+    return torch::matmul(torch::softmax(scores.masked_fill(future, -INFINITY), -1), v);
+  }
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
+                                          /*is_causal=*/true);
+}
+
+AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,
+                             const torch::TensorOptions& options, dtwin::Attention core,
+                             bool recompute_core, int tp_size)
+    : local_heads_(n_heads / tp_size),
+      head_dim_(d_model / n_heads),
+      core_(core),
+      recompute_core_(recompute_core) {
+  const std::int64_t local_width = local_heads_ * head_dim_;
+  wq = register_module("wq", SplitLinear(d_model, local_width, options));
+  wk = register_module("wk", SplitLinear(d_model, local_width, options));
+  wv = register_module("wv", SplitLinear(d_model, local_width, options));
+  wo = register_module("wo", SplitLinear(local_width, d_model, options));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const std::int64_t b = x.size(0), s = x.size(1);
+  auto heads = [&](const torch::Tensor& t) {  // [b, s, h·hd] -> [b, h, s, hd]
+    return t.view({b, s, local_heads_, head_dim_}).transpose(1, 2);
+  };
+  const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
+  const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
+  const torch::Tensor v = heads(wv(x));
+  const dtwin::Attention core = core_;
+  const RecomputedBody attention = [core](const std::vector<torch::Tensor>& in) {
+    return causal_attention(in[0], in[1], in[2], core);
+  };
+  const torch::Tensor out =
+      recompute_core_ ? recomputed(attention, {q, k, v}) : attention({q, k, v});  // [b, h, s, hd]
+  return wo(out.transpose(1, 2).reshape({b, s, local_heads_ * head_dim_}));
+}
+
+FeedForwardImpl::FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
+                                 const torch::TensorOptions& options) {
+  w1 = register_module("w1", SplitLinear(d_model, ffn_hidden, options));
+  w2 = register_module("w2", SplitLinear(ffn_hidden, d_model, options));
+  w3 = register_module("w3", SplitLinear(d_model, ffn_hidden, options));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  return w2(torch::silu(w1(x)) * w3(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads,
+                                   std::int64_t ffn_hidden, double eps,
+                                   const torch::TensorOptions& options, dtwin::Attention core,
+                                   bool recompute_core, TensorParallelGroup tp)
+    : tp_(std::move(tp)) {
+  attn_norm = register_module("attn_norm", RMSNorm(d_model, eps, options));
+  attn =
+      register_module("attn", Attention(d_model, n_heads, options, core, recompute_core, tp_.size));
+  mlp_norm = register_module("mlp_norm", RMSNorm(d_model, eps, options));
+  mlp = register_module("mlp", FeedForward(d_model, ffn_hidden / tp_.size, options));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                        const torch::Tensor& sin) {
+  const torch::Tensor h =
+      x + leave_parallel_region(attn(enter_parallel_region(attn_norm(x), tp_), cos, sin), tp_);
+  return h + leave_parallel_region(mlp(enter_parallel_region(mlp_norm(h), tp_)), tp_);
+}
+
+}  // namespace dtwin::nn

@@ -1,0 +1,134 @@
+// The building blocks of a LLaMA decoder (Touvron et al. 2023): token embedding, RMSNorm,
+// rotary position embeddings, causal multi-head self-attention, the SwiGLU feed-forward and the
+// pre-norm decoder layer. Parameters are created uninitialised with the given TensorOptions
+// (device, dtype); StageModule initialises them by global name (models/nn/param_init.hpp).
+//
+// Shapes: b = batch, s = sequence, d = d_model, h = n_heads, hd = d/h, f = ffn_hidden,
+// V = vocab_size.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <utility>
+
+#include "models/nn/split_linear.hpp"
+#include "models/nn/tensor_parallel.hpp"
+#include "models/spec/settings.hpp"
+
+namespace dtwin::nn {
+
+/// The token embedding, one parameter "weight" [V, d]. Its gradient is computed during the
+/// backward as usual (never deferred to a WeightGradStash).
+class TokenEmbeddingImpl : public torch::nn::Module {
+ public:
+  TokenEmbeddingImpl(std::int64_t vocab_size, std::int64_t d_model,
+                     const torch::TensorOptions& options);
+  /// ids int64 [b, s] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& ids);
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(TokenEmbedding);
+
+/// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x², last dim) + eps) · weight, one parameter
+/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype, as is the weight.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOptions& options);
+  /// x [..., d] -> [..., d].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+/// The rotary tables (cos, sin), each [s, hd], for positions 0..s-1: angle(p, i) = p ·
+/// base^(-2i/hd) for i < hd/2, repeated for the second half (the "rotate-half" layout). Computed
+/// in fp32 and returned with `options` (device, dtype).
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(std::int64_t seq_len, std::int64_t head_dim,
+                                                      double base,
+                                                      const torch::TensorOptions& options);
+
+/// Applies rotary position embeddings to x [b, h, s, hd] with tables cos, sin [s, hd]:
+/// x·cos + rotate_half(x)·sin, where rotate_half([x1, x2]) = [-x2, x1] (halves of the last dim).
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
+                           const torch::Tensor& sin);
+
+/// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q, k, v [b, h, s, hd] -> [b, h, s, hd]; position i
+/// attends to positions 0..i (Vaswani et al. 2017, eq. 1). `core` Flash: through
+/// at::scaled_dot_product_attention with is_causal, which picks a fused kernel (flash or
+/// memory-efficient attention on CUDA, a blocked flash kernel on CPU) and keeps no [s, s]
+/// tensor for the backward; Eager: the explicit products and softmax, whose [b, h, s, s]
+/// probabilities autograd keeps.
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v,
+                               dtwin::Attention core = dtwin::Attention::Flash);
+
+/// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says and,
+/// when `recompute_core`, recomputed in the backward (selective recomputation, Korthikanti et
+/// al. 2022 §4: only q, k and v are kept); submodules wq, wk, wv, wo (SplitLinear, [d, d] each,
+/// no bias). With `tp_size` t > 1 it holds one tensor-parallel member's h/t heads (Megatron-LM):
+/// wq, wk, wv column-parallel [d/t, d], wo row-parallel [d, d/t], whose output is the member's
+/// partial sum (the caller reduces it, leave_parallel_region).
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options,
+                dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
+                int tp_size = 1);
+  /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+  SplitLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+
+ private:
+  std::int64_t local_heads_, head_dim_;
+  dtwin::Attention core_;
+  bool recompute_core_;
+};
+TORCH_MODULE(Attention);
+
+/// The SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) · w3 x); w1 (gate) and w3 (up) [f, d],
+/// w2 (down) [d, f], all SplitLinear without bias. A tensor-parallel member passes f/t as
+/// ffn_hidden: w1 and w3 are then its column-parallel shards, w2 its row-parallel one, and the
+/// output its partial sum.
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
+                  const torch::TensorOptions& options);
+  /// x [b, s, d] -> [b, s, d].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  SplitLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+/// One pre-norm decoder layer: x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)). Submodules
+/// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's. With a tensor-parallel
+/// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
+/// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
+/// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
+                   const torch::TensorOptions& options,
+                   dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
+                   TensorParallelGroup tp = {});
+  /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
+  /// shape of x.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+  RMSNorm attn_norm{nullptr}, mlp_norm{nullptr};
+  Attention attn{nullptr};
+  FeedForward mlp{nullptr};
+
+ private:
+  TensorParallelGroup tp_;
+};
+TORCH_MODULE(DecoderLayer);
+
+}  // namespace dtwin::nn

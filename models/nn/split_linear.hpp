@@ -1,0 +1,106 @@
+// A bias-free linear layer whose backward can be split in two, for zero-bubble pipeline
+// schedules (Qi et al. 2024, "Zero Bubble Pipeline Parallelism"):
+//  - B, the full backward: `loss.backward()` or `output.backward(grad)` with no stash active;
+//    every parameter gets its gradient.
+//  - I, the input half: the same call with a WeightGradStash active (StashGuard). Every split
+//    linear layer returns its input gradient as usual but, instead of computing its weight
+//    gradient, records (input, grad_output, weight) in the stash. The autograd graph is freed as
+//    usual (no retain_graph needed): the stash holds what W needs.
+//  - W, the weight half: WeightGradStash::apply() computes each deferred weight gradient and
+//    accumulates it into the weight's .grad().
+//
+// Only the split linear weights are deferred. Other parameters (RMSNorm weights, the token
+// embedding) get their gradients immediately during I, exactly as during B; their cost is
+// element-wise and small. Gradient hooks registered on a linear weight do not fire for the
+// deferred part (apply() writes .grad() directly).
+//
+// The active stash lives in a StashSlot that the layers share (StageModule gives all of its layers
+// one) and that each forward records in its autograd node, so a backward function finds it on
+// whichever thread the autograd engine runs it: the caller's for CPU tensors, LibTorch's
+// per-device worker threads for CUDA tensors.
+//
+// Under mixed precision the weight stays in its own dtype (the fp32 master weight) and the layer
+// computes in the input's dtype (bf16): the forward and the input gradient use a cast copy of the
+// weight, and the weight gradient, computed in the input's dtype, is cast to the weight's dtype
+// before it is accumulated into .grad() (as Megatron-LM's fp32 main_grad).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dtwin::nn {
+
+/// The deferred weight gradients of one I (input-gradient) pass, applied later by W.
+class WeightGradStash {
+ public:
+  /// Records one deferred weight gradient dW = grad_outputᵀ · input of y = input · weightᵀ.
+  /// input [..., in], grad_output [..., out] (same leading dims), weight [out, in], a leaf.
+  void record(torch::Tensor input, torch::Tensor grad_output, torch::Tensor weight);
+  /// Computes every recorded dW [out, in] = grad_output[N, out]ᵀ · input[N, in] over the flattened
+  /// leading dims N, accumulates it into weight.mutable_grad() (setting it when undefined), under
+  /// no-grad, in recording order; then clears the stash.
+  void apply();
+  /// Drops the recorded entries without applying them.
+  void clear() { entries_.clear(); }
+  bool empty() const { return entries_.empty(); }
+  /// Number of recorded (deferred) weight gradients.
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    torch::Tensor input, grad_output, weight;
+  };
+  std::vector<Entry> entries_;
+};
+
+/// Where the backward of the split linear layers that share it finds the active stash (nullptr:
+/// none, full backward). Set it with StashGuard around a backward() call.
+struct StashSlot {
+  WeightGradStash* active = nullptr;
+};
+
+/// RAII: makes `stash` (may be nullptr) `slot`'s active stash for its lifetime, then restores the
+/// previous one.
+class StashGuard {
+ public:
+  StashGuard(StashSlot& slot, WeightGradStash* stash) : slot_(slot), previous_(slot.active) {
+    slot.active = stash;
+  }
+  ~StashGuard() { slot_.active = previous_; }
+  StashGuard(const StashGuard&) = delete;
+  StashGuard& operator=(const StashGuard&) = delete;
+
+ private:
+  StashSlot& slot_;
+  WeightGradStash* previous_;
+};
+
+/// y [..., out] = input [..., in] · weightᵀ (weight [out, in]) in input's dtype, through a custom
+/// autograd function whose backward returns grad_input = grad_y · weight and, unless `slot` (which
+/// must outlive the graph) holds an active stash when it runs, grad_weight = grad_yᵀ · input in
+/// weight's dtype.
+torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight,
+                           StashSlot& slot);
+
+/// A bias-free linear layer with one parameter "weight" [out_features, in_features], created
+/// uninitialised (see init_parameters in models/nn/param_init.hpp) with `options` (device, dtype),
+/// computing in its input's dtype. `slot` starts as the layer's own; StageModule points all of
+/// its layers at one.
+class SplitLinearImpl : public torch::nn::Module {
+ public:
+  SplitLinearImpl(std::int64_t in_features, std::int64_t out_features,
+                  const torch::TensorOptions& options);
+  /// input [..., in_features] -> [..., out_features].
+  torch::Tensor forward(const torch::Tensor& input);
+
+  torch::Tensor weight;
+  std::shared_ptr<StashSlot> slot = std::make_shared<StashSlot>();
+};
+TORCH_MODULE(SplitLinear);
+
+}  // namespace dtwin::nn

@@ -1,0 +1,129 @@
+#include "models/nn/stage_module.hpp"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "models/nn/param_init.hpp"
+#include "models/nn/recompute.hpp"
+#include "models/nn/tensor_parallel.hpp"
+
+namespace dtwin::nn {
+namespace {
+
+void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
+                const TensorParallelGroup& tp) {
+  const std::string where = "dtwin::nn::StageModule: ";
+  if (spec.family != ModelFamily::Llama)
+    throw std::invalid_argument(where + "only the llama family is implemented, got '" +
+                                std::string(kModelFamilyNames.name(spec.family)) + "'");
+  if (spec.vocab_size <= 0 || spec.d_model <= 0 || spec.n_heads <= 0 || spec.ffn_hidden <= 0 ||
+      spec.n_layers <= 0)
+    throw std::invalid_argument(where + "model dimensions must be positive");
+  if (spec.d_model % spec.n_heads != 0 || (spec.d_model / spec.n_heads) % 2 != 0)
+    throw std::invalid_argument(where + "d_model (" + std::to_string(spec.d_model) +
+                                ") must be n_heads (" + std::to_string(spec.n_heads) +
+                                ") times an even head size");
+  if (first_layer < 0 || num_layers < 0 || first_layer + num_layers > spec.n_layers)
+    throw std::invalid_argument(where + "layers [" + std::to_string(first_layer) + ", " +
+                                std::to_string(first_layer + num_layers) + ") outside [0, " +
+                                std::to_string(spec.n_layers) + ")");
+  const auto splits = [&](std::int64_t n) { return n % tp.size == 0; };
+  if (tp.size < 1 || !splits(spec.n_heads) || !splits(spec.ffn_hidden) ||
+      !splits(spec.vocab_size) || (tp.sequence_parallel && !splits(spec.seq_len)))
+    throw std::invalid_argument(where + "tensor parallelism over " + std::to_string(tp.size) +
+                                " members needs n_heads, ffn_hidden, vocab_size" +
+                                (tp.sequence_parallel ? " and seq_len" : "") +
+                                " to be multiples of it");
+}
+
+}  // namespace
+
+StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
+                         bool has_head, std::uint64_t seed, torch::Device device,
+                         torch::ScalarType dtype, Recompute recompute, TensorParallelGroup tp,
+                         std::optional<torch::ScalarType> compute)
+    : spec_(spec),
+      first_layer_(first_layer),
+      num_layers_(num_layers),
+      has_embedding_(has_embedding),
+      has_head_(has_head),
+      recompute_(recompute),
+      tp_(std::move(tp)),
+      compute_(compute.value_or(dtype)) {
+  check_spec(spec, first_layer, num_layers, tp_);
+  const auto options = torch::TensorOptions().device(device).dtype(dtype);
+  const std::int64_t vocab_shard = spec.vocab_size / tp_.size;
+  if (has_embedding)
+    embed_ = register_module("embed", TokenEmbedding(vocab_shard, spec.d_model, options));
+  layer_dict_ = register_module("layers", torch::nn::ModuleDict());
+  for (int i = first_layer; i < first_layer + num_layers; ++i) {
+    DecoderLayer layer(spec.d_model, spec.n_heads, spec.ffn_hidden, kNormEps, options,
+                       spec.attention, recompute == Recompute::Selective, tp_);
+    layer_dict_->update({{std::to_string(i), layer.ptr()}});
+    layers_.push_back(layer);
+  }
+  if (has_head) {
+    norm_ = register_module("norm", RMSNorm(spec.d_model, kNormEps, options));
+    head_ = register_module("head", SplitLinear(spec.d_model, vocab_shard, options));
+  }
+  init_parameters(*this, seed, spec.n_layers, tp_.rank, tp_.size);
+  for (const auto& module : modules(/*include_self=*/false))
+    if (auto* linear = module->as<SplitLinearImpl>()) linear->slot = slot_;
+}
+
+StageModule::StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device,
+                         torch::ScalarType dtype, TensorParallelGroup tp)
+    : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
+                  stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
+                  std::move(tp), dtype_of(scenario.training.precision)) {}
+
+std::vector<torch::Tensor> StageModule::replicated_parameters() const {
+  std::vector<torch::Tensor> replicated;
+  for (const auto& item : named_parameters())
+    if (!tensor_parallel_dim(item.key())) replicated.push_back(item.value());
+  return replicated;
+}
+
+torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tensor& targets) {
+  torch::Tensor x;
+  if (has_embedding_) {
+    TORCH_CHECK(input.dim() == 2 && input.scalar_type() == torch::kLong,
+                "StageModule: a stage with the embedding takes int64 token ids [b, s], got ",
+                input.scalar_type(), " ", input.sizes());
+    x = (tp_.size > 1 ? vocab_parallel_embedding(input, embed_->weight, tp_) : embed_(input))
+            .to(compute_);
+  } else {
+    TORCH_CHECK(input.dim() == 3 && input.size(2) == spec_.d_model && input.is_floating_point(),
+                "StageModule: expected hidden states [b, s, ", spec_.d_model, "], got ",
+                input.scalar_type(), " ", input.sizes());
+    x = input.to(compute_);
+  }
+  const std::int64_t head_dim = spec_.d_model / spec_.n_heads;
+  const std::int64_t seq_len = x.size(1) * (tp_.sequence_parallel ? tp_.size : 1);
+  const auto [cos, sin] = rotary_tables(seq_len, head_dim, kRopeBase, x.options());
+  for (DecoderLayer& layer : layers_) {
+    if (recompute_ != Recompute::Full) {
+      x = layer(x, cos, sin);
+      continue;
+    }
+    const RecomputedBody body = [layer, cos, sin](const std::vector<torch::Tensor>& in) mutable {
+      return layer(in[0], cos, sin);
+    };
+    x = recomputed(body, {x});
+  }
+  if (!has_head_) return x;
+
+  x = enter_parallel_region(norm_(x), tp_);  // [b, s, d]
+  TORCH_CHECK(
+      targets.defined() && targets.scalar_type() == torch::kLong &&
+          targets.sizes() == x.sizes().slice(0, 2),
+      "StageModule: a stage with the head needs int64 targets [b, s] = ", x.sizes().slice(0, 2));
+  const torch::Tensor logits = head_(x).to(torch::kFloat32);  // [b, s, V/t]
+  const torch::Tensor rows = logits.reshape({-1, logits.size(-1)});
+  if (tp_.size > 1) return vocab_parallel_cross_entropy(rows, targets.reshape({-1}), tp_);
+  return torch::nn::functional::cross_entropy(rows, targets.reshape({-1}));
+}
+
+}  // namespace dtwin::nn

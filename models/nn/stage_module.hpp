@@ -1,0 +1,124 @@
+// One pipeline stage of a LLaMA model: an optional token embedding, a run of consecutive decoder
+// layers, and optionally the final RMSNorm, the LM head and the cross-entropy loss. A stage with
+// layer 0 onwards, all n_layers layers, the embedding and the head is the whole model.
+//
+// Parameters are registered under their global names, the same whatever the split:
+//   embed.weight [V, d]                                   (stage with the embedding)
+//   layers.<i>.attn_norm.weight [d], layers.<i>.mlp_norm.weight [d]
+//   layers.<i>.attn.{wq,wk,wv,wo}.weight [d, d]
+//   layers.<i>.mlp.{w1,w3}.weight [f, d], layers.<i>.mlp.w2.weight [d, f]
+//   norm.weight [d], head.weight [V, d]                   (stage with the head)
+// with <i> the global layer index, and initialised from them (models/nn/param_init.hpp), so any
+// split holds exactly the values of the single-stage model with the same seed.
+//
+// With a tensor-parallel group of t > 1 members (Megatron-LM, Shoeybi et al. 2019) the module
+// holds one member's shards under the same names: the embedding's and head's rows [V/t, d]
+// (vocabulary-parallel lookup and cross-entropy), the member's h/t heads of q/k/v [d/t, d] and
+// wo [d, d/t], and w1/w3 [f/t, d], w2 [d, f/t]; the norm weights whole on every member
+// (models/nn/param_init.hpp's tensor_parallel_dim). Under sequence parallelism the hidden states
+// between stages are the member's sequence shard [b, s/t, d].
+//
+// The q/k/v/o, w1/w2/w3 and head weights are SplitLinear layers: a backward run under a
+// StashGuard (models/nn/split_linear.hpp) defers their weight gradients to the stash (I), and
+// WeightGradStash::apply() computes them later (W). The norm and embedding weights get their
+// gradients during the backward either way. All of the stage's split layers share one StashSlot
+// (stash_slot()).
+//
+// The parameters have the constructor's dtype (the master weights); the stage computes in its
+// compute dtype (training.precision): the embedding's output and the incoming hidden states are
+// cast to it, the norms and split layers compute in their input's dtype with cast copies of
+// their weights, and the logits and the loss are fp32. bf16 compute with fp32 parameters is
+// mixed-precision training with fp32 master weights and optimizer state (Micikevicius et al.
+// 2018), the weight gradients cast to fp32 as they accumulate.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/moduledict.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "models/cost/cost_model.hpp"
+#include "models/nn/llama_layers.hpp"
+#include "models/nn/split_linear.hpp"
+#include "models/spec/scenario.hpp"
+
+namespace dtwin::nn {
+
+/// The torch dtype of `precision`: kBFloat16 for bf16, kFloat32 for fp32.
+inline torch::ScalarType dtype_of(Precision precision) {
+  return precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+}
+
+class StageModule : public torch::nn::Module {
+ public:
+  /// RMSNorm epsilon and RoPE base of the LLaMA family.
+  static constexpr double kNormEps = 1e-5;
+  static constexpr double kRopeBase = 10000.0;
+
+  /// Builds layers [first_layer, first_layer + num_layers) of the model `spec` (family "llama"),
+  /// with the token embedding when `has_embedding` and the final norm and LM head when `has_head`,
+  /// initialised from `seed`; parameters live on `device` with `dtype` (values are drawn in fp32
+  /// on the CPU and converted). `recompute` selective recomputes each layer's attention core in
+  /// the backward, full each whole layer from its input (models/nn/recompute.hpp). Throws
+  /// std::invalid_argument for another family, d_model not a multiple of n_heads, an odd head size
+  /// or a layer range outside [0, n_layers). `tp` (size 1: none) makes it member tp.rank's
+  /// shards; throws std::invalid_argument unless tp.size divides n_heads, ffn_hidden and
+  /// vocab_size, and under sequence parallelism seq_len.
+  StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
+              bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
+              torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
+              TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {});
+  /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model,
+  /// scenario.training.seed and scenario.layout.recompute, computing at
+  /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
+  /// the parameters' dtype are the caller's choice (runtime.device is not read here).
+  StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
+              torch::ScalarType dtype = torch::kFloat32, TensorParallelGroup tp = {});
+
+  /// The stage's forward.
+  ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
+  ///    hidden states [b, s, d] ([b, s/t, d] under sequence parallelism; floating point, usually
+  ///    requires_grad for the backward);
+  ///  - targets: int64 next-token ids [b, s], required on a stage with the head, else ignored.
+  /// Returns the hidden states [b, s, d] ([b, s/t, d] under sequence parallelism), or on a stage
+  /// with the head the scalar mean cross-entropy over all b·s targets (logits in fp32), the
+  /// same on every tensor-parallel member.
+  torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
+
+  const ModelSpec& spec() const { return spec_; }
+  int first_layer() const { return first_layer_; }
+  int num_layers() const { return num_layers_; }
+  bool has_embedding() const { return has_embedding_; }
+  bool has_head() const { return has_head_; }
+  const TensorParallelGroup& tensor_parallel() const { return tp_; }
+  /// The dtype of the hidden states and of the split layers' products (the constructor's
+  /// `compute`, by default the parameters' dtype).
+  torch::ScalarType compute_dtype() const { return compute_; }
+  /// The slot whose active stash defers the stage's split-layer weight gradients (StashGuard).
+  StashSlot& stash_slot() { return *slot_; }
+  /// The parameters every tensor-parallel member holds whole (the norm weights). Under sequence
+  /// parallelism each member's gradient of them covers its sequence shard only, so the group
+  /// must sum those gradients before the optimizer step (Korthikanti et al. 2022 §4.2.2).
+  std::vector<torch::Tensor> replicated_parameters() const;
+
+ private:
+  ModelSpec spec_;
+  int first_layer_;
+  int num_layers_;
+  bool has_embedding_;
+  bool has_head_;
+  Recompute recompute_;
+  TensorParallelGroup tp_;
+  torch::ScalarType compute_;
+  std::shared_ptr<StashSlot> slot_ = std::make_shared<StashSlot>();
+  TokenEmbedding embed_{nullptr};
+  torch::nn::ModuleDict layer_dict_{nullptr};
+  std::vector<DecoderLayer> layers_;
+  RMSNorm norm_{nullptr};
+  SplitLinear head_{nullptr};
+};
+
+}  // namespace dtwin::nn

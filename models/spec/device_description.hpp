@@ -1,0 +1,88 @@
+// A GPU as the kernel-level compute model sees it (models/cost/kernel_model.hpp): peak rates, SM
+// count, memory, the GEMM tile, and the efficiencies that turn peaks into achieved rates. Read
+// from a YAML file in models/devices/ (a100-80gb-sxm.yaml, h100-sxm.yaml), each number with its
+// source. A measured Profile, where a scenario names one, takes precedence over the times this
+// description gives.
+//
+// The file is YAML (quantities take units as in scenarios; a plain number is in base units):
+//
+//   name: "H100 SXM"
+//   bf16_flops: 989TFLOP/s        # dense tensor-core peak, bf16 and fp16
+//   fp32_flops: 67TFLOP/s         # fp32 on CUDA cores (TF32 off)
+//   sm_count: 132
+//   memory_bandwidth: 3.35TB/s
+//   memory: 80GB
+//   gemm_tile: {m: 128, n: 256}   # output tile of one thread block
+//   gemm_efficiency: 0.8          # fractions of a peak, in (0, 1]
+//   attention_forward_efficiency: 0.35
+//   attention_backward_efficiency: 0.3
+//   memory_efficiency: 0.85
+//   kernel_overhead: 5us
+//   overlap_slowdown: 1.05        # >= 1
+//   reserved_memory: 723MiB       # held outside the tensors, per process
+//   allocator_fragmentation: 0.08 # in [0, 1)
+//
+// Every key is required; unknown and duplicate keys are errors.
+#pragma once
+
+#include <string>
+
+#include "base/config_error.hpp"
+#include "models/spec/settings.hpp"
+
+namespace dtwin {
+
+struct DeviceDescription {
+  std::string source;     ///< the file it was read from
+  std::string name;       ///< free text, e.g. "A100 80GB SXM"
+  double bf16_flops = 0;  ///< FLOP/s: dense tensor-core peak for bf16 and fp16 operands
+  double fp32_flops = 0;  ///< FLOP/s: fp32 peak on CUDA cores (TF32 tensor cores off)
+  int sm_count = 0;       ///< streaming multiprocessors: thread blocks that run at once, one each
+  double memory_bandwidth = 0;  ///< bytes/s of HBM
+  double memory = 0;            ///< bytes of HBM
+  int tile_m = 0;               ///< rows of the GEMM output tile one thread block computes
+  int tile_n = 0;               ///< columns of that tile
+  /// Fraction of the peak FLOP/s that a large GEMM whose tiles fill whole waves reaches.
+  double gemm_efficiency = 0;
+  /// Fraction of the peak FLOP/s that the flash-attention forward kernel reaches.
+  double attention_forward_efficiency = 0;
+  /// Fraction of the peak FLOP/s that the flash-attention backward kernel reaches.
+  double attention_backward_efficiency = 0;
+  /// Fraction of memory_bandwidth that streaming (element-wise, reduction) kernels reach.
+  double memory_efficiency = 0;
+  double kernel_overhead = 0;  ///< seconds each kernel adds: launch, ramp-up and tail
+  /// Factor (>= 1) by which compute stretches while communication kernels run beside it (they
+  /// take SMs and memory bandwidth).
+  double overlap_slowdown = 1;
+  /// Bytes of device memory each training process holds outside its tensors: the CUDA context
+  /// with its kernels and library handles.
+  double reserved_memory = 0;
+  /// Fraction in [0, 1) of the caching allocator's reserved memory that is free but too
+  /// fragmented to serve a request: B bytes of live tensors take B / (1 - fragmentation).
+  double allocator_fragmentation = 0;
+
+  /// The peak FLOP/s for operands of `precision`: bf16_flops or fp32_flops.
+  double peak_flops(Precision precision) const;
+  bool operator==(const DeviceDescription&) const = default;
+};
+
+/// Bytes of one element at `precision`: 2 (bf16), 4 (fp32).
+double element_bytes(Precision precision);
+
+/// Reads a device description. A bare name (no '/' and not ending in ".yaml") is the file
+/// `<name>.yaml` of the devices directory (models/devices/ of the source tree); anything else
+/// is a path, taken relative to the directory of `relative_to` (the scenario file that names the
+/// device) unless absolute. Throws ConfigError "FILE:LINE:COL: KEY: expected WHAT, got 'VALUE'"
+/// (or "unknown key", "missing key") for a bad file, "FILE: cannot open device file" for a
+/// missing one, and "unknown device 'NAME': expected one of NAMES ..." for a bare name with no
+/// file, listing the devices that the directory has.
+DeviceDescription load_device_description(const std::string& name_or_path,
+                                          const std::string& relative_to);
+
+/// Writes `device` to `path` as a device file that load_device_description reads back equal
+/// (but for `source`): every key, numbers in base units in their shortest exact form, after
+/// `comment` as YAML comment lines. Throws std::runtime_error when the file cannot be written.
+void save_device_description(const DeviceDescription& device, const std::string& path,
+                             const std::string& comment);
+
+}  // namespace dtwin

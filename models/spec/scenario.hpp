@@ -1,0 +1,129 @@
+// A scenario: the model, the parallel layout, the training settings, the cluster and the
+// runtime of one dtwin job, as read from a YAML file (see scenarios/quickstart.yaml).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/spec/device_description.hpp"
+#include "models/spec/settings.hpp"
+#include "schedules/schedule.hpp"
+
+namespace dtwin {
+
+/// Transformer dimensions of a decoder-only model of one of two families:
+///  - "llama": RMSNorm, rotary position embeddings (so an even head size), bias-free
+///    projections, a SwiGLU feed-forward of width ffn_hidden and an LM head untied from the
+///    token embedding;
+///  - "gpt2": LayerNorm with bias, learned absolute position embeddings of seq_len positions,
+///    attention projections with biases, a GELU MLP of width ffn_hidden with biases and an LM
+///    head tied to the token embedding.
+struct ModelSpec {
+  ModelFamily family = ModelFamily::Llama;
+  int vocab_size = 0;
+  int d_model = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int ffn_hidden = 0;  ///< width of the feed-forward hidden layer (SwiGLU or GELU MLP)
+  int seq_len = 0;     ///< tokens per sequence
+  Attention attention = Attention::Eager;
+};
+
+/// How GPUs split the model and the batch. World size = dp * pp * tp, numbered as Megatron-LM
+/// does: tensor-parallel index innermost, then data-parallel index, then pipeline rank, so GPU
+/// g = (pipeline_rank * dp + dp_index) * tp + tp_index. A schedule rank is one tensor-parallel
+/// group (tp GPUs that run the same actions on shards of each layer).
+struct LayoutSpec {
+  int dp = 1;                ///< data-parallel replicas
+  int pp = 1;                ///< pipeline ranks per replica
+  int tp = 1;                ///< tensor-parallel degree (Megatron-LM's column/row split)
+  int microbatches = 1;      ///< microbatches per step per replica
+  int micro_batch_size = 1;  ///< sequences per microbatch
+  sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
+  int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved 1F1B)
+  sched::DpSync dp_sync = sched::DpSync::AllReduce;
+  std::vector<int> stage_layers;   ///< layers per stage (pp * virtual_stages entries) or empty
+  bool sequence_parallel = false;  ///< Korthikanti et al. 2022 sequence parallelism (tp > 1)
+  /// Tensor-parallel collectives overlapped with the layer's GEMMs (Megatron-LM's
+  /// --tp-comm-overlap, Transformer Engine userbuffers; needs sequence_parallel)
+  bool tp_comm_overlap = false;
+  int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
+  Recompute recompute = Recompute::None;
+  bool overlap_grad_reduce = false;   ///< reduce gradient buckets while the backward runs
+  double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
+  bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
+  Offload offload = Offload::None;
+  /// True where the gradients are reduced in buckets during the last backward
+  /// (overlap_grad_reduce with more than one replica), not by the ALLREDUCE or REDUCE_GRAD.
+  bool gradient_buckets() const { return overlap_grad_reduce && dp > 1; }
+};
+
+struct TrainingSpec {
+  int steps = 10;
+  double lr = 3e-4;
+  std::string optimizer = "adamw";
+  std::uint64_t seed = 0;
+  Precision precision = Precision::Fp32;
+  /// Element type of the gradient buffers and of their data-parallel reduction. fp32 by default:
+  /// Megatron-LM forces fp32 gradient accumulation and all-reduce under bf16
+  /// (--accumulate-allreduce-grads-in-fp32) and NeMo's distributed Adam reduces in fp32 unless
+  /// grad_sync_dtype says otherwise; bf16 stands for 16-bit gradients (Megatron's fp16 path,
+  /// DeepSpeed, NeMo's grad_sync_dtype: bf16).
+  Precision grad_precision = Precision::Fp32;
+  int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
+};
+
+/// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.
+struct LinkSpec {
+  double bandwidth = 0;
+  double latency = 0;
+};
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::Cpu;
+  /// Device description (models/devices/<name>.yaml, or a path to such a file): the kernel-level
+  /// compute model times each operator from it. "" = time compute as FLOPs / (peak * efficiency).
+  std::string model;
+  std::optional<DeviceDescription> description;  ///< `model` loaded, when given
+  double peak_flops = 0;                         ///< FLOP/s at the training precision
+  double efficiency = 0.5;  ///< fraction of peak that a forward/backward reaches
+  double memory = 0;        ///< bytes
+  int cores = 1;            ///< cores SimGrid gives the host
+  std::string profile;      ///< optional measured profile file ("" = none)
+  LinkSpec host_link;       ///< device <-> host memory (PCIe); bandwidth 0 = none given
+};
+
+struct ClusterSpec {
+  int nodes = 1;
+  int devices_per_node = 1;
+  int ranks_per_device = 1;  ///< ranks sharing one device (they contend for it)
+  DeviceSpec device;
+  LinkSpec intra_node;  ///< between devices of one node (NVLink, PCIe, loopback)
+  LinkSpec inter_node;  ///< each node's link into the network
+  /// Fat-tree only: nodes per leaf switch; there are as many spine switches (full bisection).
+  int nodes_per_switch = 8;
+  Topology topology = Topology::Star;  ///< inter-node network
+};
+
+struct RuntimeSpec {
+  Backend backend = Backend::Gloo;
+  RuntimeDevice device = RuntimeDevice::Cpu;
+  double timeout_s = 60;  ///< seconds a rank waits for a peer before giving up
+  int threads = 0;  ///< intra-op threads per rank; 0 = the rank's share of the machine's cores
+};
+
+struct Scenario {
+  std::string source;  ///< file it came from
+  std::string name;
+  ModelSpec model;
+  LayoutSpec layout;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  RuntimeSpec runtime;
+
+  int world_size() const { return layout.dp * layout.pp * layout.tp; }
+};
+
+}  // namespace dtwin

@@ -1,0 +1,19 @@
+// Reads a scenario YAML file (see scenarios/quickstart.yaml) into a checked dtwin::Scenario.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/config_error.hpp"
+#include "models/spec/scenario.hpp"
+
+namespace dtwin {
+
+/// Loads the scenario at `path`, applies `overrides` (each "key.path=value" as given to the
+/// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing
+/// intermediate maps are created), then checks every key, type, unit and cross-field rule.
+/// Quantities are returned in base units (bytes/s, seconds, bytes, FLOP/s); Scenario::source is
+/// `path`. Throws ConfigError on the first problem found.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+
+}  // namespace dtwin

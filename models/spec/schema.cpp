@@ -1,0 +1,498 @@
+#include "models/spec/schema.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+namespace dtwin {
+namespace {
+
+/// The member that the chain of member pointers `ms` names inside `s` (s.*m1.*m2...).
+template <typename S, typename... Ms>
+auto& member(S& s, Ms... ms) {
+  return (s.*....*ms);
+}
+
+template <typename T>
+FieldValue to_field_value(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<long long>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return FieldValue(v);  // std::string, std::vector<int>
+  }
+}
+
+template <typename T>
+void from_field_value(const FieldValue& v, T& out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    out = std::get<bool>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    out = static_cast<T>(std::get<long long>(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    out = std::get<double>(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    out = std::get<std::string>(v);
+  } else {
+    out = std::get<std::vector<int>>(v);
+  }
+}
+
+/// A field bound to the Scenario member that `ms` names.
+template <typename... Ms>
+FieldSpec bind(FieldSpec f, Ms... ms) {
+  f.get = [=](const Scenario& s) { return to_field_value(member(s, ms...)); };
+  f.set = [=](Scenario& s, const FieldValue& v) { from_field_value(v, member(s, ms...)); };
+  return f;
+}
+
+/// A Choice field bound to an enum member, its names from `table`.
+template <typename E, std::size_t N, typename... Ms>
+FieldSpec bind_enum(FieldSpec f, const NameTable<E, N>& table, Ms... ms) {
+  f.kind = FieldKind::Choice;
+  f.choices = table.names();
+  f.get = [=, &table](const Scenario& s) {
+    return FieldValue(std::string(table.name(member(s, ms...))));
+  };
+  f.set = [=, &table](Scenario& s, const FieldValue& v) {
+    member(s, ms...) = *table.parse(std::get<std::string>(v));
+  };
+  return f;
+}
+
+FieldSpec section(std::string path, bool required, std::string meaning) {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Section;
+  f.required = required;
+  f.meaning = std::move(meaning);
+  return f;
+}
+
+FieldSpec integer(std::string path, bool required, long long min, std::string meaning,
+                  std::string megatron = "", std::string torchtitan = "") {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Integer;
+  f.required = required;
+  f.min = min;
+  f.meaning = std::move(meaning);
+  f.megatron = std::move(megatron);
+  f.torchtitan = std::move(torchtitan);
+  return f;
+}
+
+FieldSpec quantity(std::string path, bool required, Quantity q, bool positive, std::string meaning,
+                   std::string megatron = "", std::string torchtitan = "") {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Quantity;
+  f.required = required;
+  f.quantity = q;
+  f.positive = positive;
+  f.meaning = std::move(meaning);
+  f.megatron = std::move(megatron);
+  f.torchtitan = std::move(torchtitan);
+  return f;
+}
+
+FieldSpec flag(std::string path, std::string meaning, std::string megatron = "",
+               std::string torchtitan = "") {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Boolean;
+  f.choices = {"false", "true"};
+  f.meaning = std::move(meaning);
+  f.megatron = std::move(megatron);
+  f.torchtitan = std::move(torchtitan);
+  return f;
+}
+
+FieldSpec choice(std::string path, bool required, std::string meaning, std::string megatron = "",
+                 std::string torchtitan = "") {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Choice;
+  f.required = required;
+  f.meaning = std::move(meaning);
+  f.megatron = std::move(megatron);
+  f.torchtitan = std::move(torchtitan);
+  return f;
+}
+
+FieldSpec text(std::string path, bool required, bool allow_empty, std::string meaning) {
+  FieldSpec f;
+  f.path = std::move(path);
+  f.kind = FieldKind::Text;
+  f.required = required;
+  f.allow_empty = allow_empty;
+  f.meaning = std::move(meaning);
+  return f;
+}
+
+FieldSpec with_max(FieldSpec f, long long max, std::string what) {
+  f.max = max;
+  f.what = std::move(what);
+  return f;
+}
+
+FieldSpec with_quantity_max(FieldSpec f, double max, std::string what) {
+  f.quantity_max = max;
+  f.what = std::move(what);
+  return f;
+}
+
+/// The two keys of a link section under `path` (bandwidth and latency), bound to `link`.
+template <typename... Ms>
+void add_link(std::vector<FieldSpec>& fields, const std::string& path, bool required,
+              const std::string& meaning, Ms... link) {
+  fields.push_back(section(path, required, meaning));
+  fields.push_back(
+      bind(quantity(path + ".bandwidth", true, Quantity::Bandwidth, true, "bytes/s per direction"),
+           link..., &LinkSpec::bandwidth));
+  fields.push_back(
+      bind(quantity(path + ".latency", true, Quantity::Latency, false, "seconds per message"),
+           link..., &LinkSpec::latency));
+}
+
+std::vector<FieldSpec> make_fields() {
+  using S = Scenario;
+  using M = ModelSpec;
+  using L = LayoutSpec;
+  using T = TrainingSpec;
+  using C = ClusterSpec;
+  using D = DeviceSpec;
+  using R = RuntimeSpec;
+  std::vector<FieldSpec> f;
+  f.push_back(bind(text("name", true, false,
+                        "the scenario's name: default output folder out/<name>, plot titles"),
+                   &S::name));
+
+  f.push_back(section("model", true, "transformer dimensions of a decoder-only model"));
+  f.push_back(bind_enum(choice("model.family", true,
+                               "llama (RMSNorm, rotary embeddings, SwiGLU, untied head) or gpt2 "
+                               "(LayerNorm, learned positions, GELU MLP, tied head)"),
+                        kModelFamilyNames, &S::model, &M::family));
+  f.push_back(bind(integer("model.vocab_size", true, 1, "tokens in the vocabulary", "--vocab-size",
+                           "model.vocab_size"),
+                   &S::model, &M::vocab_size));
+  f.push_back(bind(integer("model.d_model", true, 1,
+                           "hidden width; a multiple of n_heads (an even head size for llama)",
+                           "--hidden-size", "model.dim"),
+                   &S::model, &M::d_model));
+  f.push_back(bind(
+      integer("model.n_layers", true, 1, "transformer layers", "--num-layers", "model.n_layers"),
+      &S::model, &M::n_layers));
+  f.push_back(bind(integer("model.n_heads", true, 1, "attention heads", "--num-attention-heads",
+                           "model.n_heads"),
+                   &S::model, &M::n_heads));
+  f.push_back(bind(
+      integer("model.ffn_hidden", true, 1,
+              "width of the feed-forward hidden layer (SwiGLU or GELU MLP)", "--ffn-hidden-size"),
+      &S::model, &M::ffn_hidden));
+  f.push_back(bind(
+      integer("model.seq_len", true, 1, "tokens per sequence", "--seq-length", "training.seq_len"),
+      &S::model, &M::seq_len));
+  f.push_back(bind_enum(choice("model.attention", false,
+                               "eager (stores the a·s² scores) or flash (memory-efficient: "
+                               "no score tensors)",
+                               "--attention-backend"),
+                        kAttentionNames, &S::model, &M::attention));
+
+  f.push_back(section("layout", true,
+                      "how ranks split the model and the batch: world size = dp·pp·tp ranks"));
+  f.push_back(bind(integer("layout.dp", true, 1, "data-parallel replicas", "",
+                           "parallelism.data_parallel_replicate_degree"),
+                   &S::layout, &L::dp));
+  f.push_back(
+      bind(integer("layout.pp", true, 1, "pipeline stages per replica (ranks)",
+                   "--pipeline-model-parallel-size", "parallelism.pipeline_parallel_degree"),
+           &S::layout, &L::pp));
+  f.push_back(
+      bind(integer("layout.tp", false, 1, "tensor-parallel degree (Megatron-LM's column/row split)",
+                   "--tensor-model-parallel-size", "parallelism.tensor_parallel_degree"),
+           &S::layout, &L::tp));
+  f.push_back(bind(integer("layout.microbatches", true, 1,
+                           "microbatches per step per replica (global batch / (dp · "
+                           "micro_batch_size))"),
+                   &S::layout, &L::microbatches));
+  f.push_back(bind(
+      integer("layout.micro_batch_size", true, 1, "sequences per microbatch", "--micro-batch-size"),
+      &S::layout, &L::micro_batch_size));
+  f.push_back(bind_enum(choice("layout.schedule", true, "the pipeline schedule", "",
+                               "parallelism.pipeline_parallel_schedule"),
+                        sched::kScheduleKindNames, &S::layout, &L::schedule));
+  f.push_back(bind(integer("layout.virtual_stages", false, 1,
+                           "model chunks per pipeline rank (interleaved-1f1b only)",
+                           "--virtual-pipeline-model-parallel-size"),
+                   &S::layout, &L::virtual_stages));
+  f.push_back(bind_enum(choice("layout.dp_sync", false,
+                               "how replicas synchronise after the step: all-reduce the "
+                               "gradients, gather-scatter them through replica 0, or average "
+                               "the weights"),
+                        sched::kDpSyncNames, &S::layout, &L::dp_sync));
+  {
+    FieldSpec stage_layers;
+    stage_layers.path = "layout.stage_layers";
+    stage_layers.kind = FieldKind::IntList;
+    stage_layers.min = 1;
+    stage_layers.meaning =
+        "layers per stage, pp · virtual_stages entries summing to n_layers; absent = equal split";
+    stage_layers.torchtitan = "parallelism.pipeline_parallel_split_points (as split points)";
+    f.push_back(bind(stage_layers, &S::layout, &L::stage_layers));
+  }
+  f.push_back(bind(flag("layout.sequence_parallel",
+                        "Megatron-LM sequence parallelism (Korthikanti et al. 2022); needs tp > 1",
+                        "--sequence-parallel"),
+                   &S::layout, &L::sequence_parallel));
+  f.push_back(bind(flag("layout.tp_comm_overlap",
+                        "tensor-parallel collectives overlapped with the layer's GEMMs; needs "
+                        "sequence_parallel",
+                        "--tp-comm-overlap", "parallelism.enable_async_tensor_parallel"),
+                   &S::layout, &L::tp_comm_overlap));
+  f.push_back(bind(with_max(integer("layout.zero", false, 0,
+                                    "ZeRO stage over the data-parallel group: 1 optimizer "
+                                    "states, 2 + gradients, 3 + parameters (FSDP)",
+                                    "--use-distributed-optimizer (stage 1)",
+                                    "parallelism.data_parallel_shard_degree (stage 3)"),
+                            3, "0, 1, 2 or 3"),
+                   &S::layout, &L::zero));
+  f.push_back(bind_enum(
+      choice("layout.recompute", false, "activation recomputation (Korthikanti et al. 2022, §4)",
+             "--recompute-granularity", "activation_checkpoint.mode"),
+      kRecomputeNames, &S::layout, &L::recompute));
+  f.push_back(bind(flag("layout.overlap_grad_reduce",
+                        "reduce gradient buckets while the backward runs", "--overlap-grad-reduce"),
+                   &S::layout, &L::overlap_grad_reduce));
+  f.push_back(bind(quantity("layout.bucket_size", false, Quantity::Bytes, true,
+                            "bytes per gradient bucket; absent = Megatron-LM's default, "
+                            "max(4e7, 1e6·dp) parameters",
+                            "--ddp-bucket-size (in parameters)"),
+                   &S::layout, &L::bucket_size));
+  f.push_back(bind(flag("layout.overlap_param_gather",
+                        "prefetch ZeRO parameter all-gathers under compute; needs zero > 0",
+                        "--overlap-param-gather"),
+                   &S::layout, &L::overlap_param_gather));
+  f.push_back(bind_enum(choice("layout.offload", false,
+                               "ZeRO-Offload placement of model states in host memory, over "
+                               "cluster.device.host_link",
+                               "--optimizer-cpu-offload"),
+                        kOffloadNames, &S::layout, &L::offload));
+
+  f.push_back(section("training", false, "optimisation"));
+  f.push_back(
+      bind(integer("training.steps", false, 1, "training steps", "--train-iters", "training.steps"),
+           &S::training, &T::steps));
+  f.push_back(bind(quantity("training.lr", false, Quantity::Count, true, "learning rate", "--lr",
+                            "optimizer.lr"),
+                   &S::training, &T::lr));
+  {
+    FieldSpec optimizer =
+        choice("training.optimizer", false, "the optimizer", "--optimizer", "optimizer.name");
+    optimizer.choices = {"adamw"};
+    f.push_back(bind(optimizer, &S::training, &T::optimizer));
+  }
+  f.push_back(bind(with_max(integer("training.seed", false, 0,
+                                    "seed of parameter initialisation and batch order", "--seed",
+                                    "training.seed"),
+                            LLONG_MAX, ""),
+                   &S::training, &T::seed));
+  f.push_back(
+      bind_enum(choice("training.precision", false, "element type of weights and activations",
+                       "--bf16", "training.mixed_precision_param"),
+                kPrecisionNames, &S::training, &T::precision));
+  f.push_back(bind_enum(
+      choice("training.grad_precision", false,
+             "element type of gradients and their reduction; fp32 when "
+             "precision is fp32",
+             "--accumulate-allreduce-grads-in-fp32 (fp32)", "training.mixed_precision_reduce"),
+      kPrecisionNames, &S::training, &T::grad_precision));
+  f.push_back(bind(integer("training.checkpoint_every", false, 0,
+                           "steps between checkpoints; 0 = only at the end", "--save-interval",
+                           "checkpoint.interval"),
+                   &S::training, &T::checkpoint_every));
+
+  f.push_back(section("cluster", true,
+                      "hardware: nodes · devices_per_node · ranks_per_device = the world size"));
+  f.push_back(bind(integer("cluster.nodes", true, 1, "nodes"), &S::cluster, &C::nodes));
+  f.push_back(bind(integer("cluster.devices_per_node", true, 1, "devices (GPUs) per node"),
+                   &S::cluster, &C::devices_per_node));
+  f.push_back(bind(integer("cluster.ranks_per_device", false, 1,
+                           "ranks sharing one device (they contend for it)"),
+                   &S::cluster, &C::ranks_per_device));
+  f.push_back(section("cluster.device", true, "one device"));
+  f.push_back(bind_enum(choice("cluster.device.kind", false, "what the simulated hosts stand for"),
+                        kDeviceKindNames, &S::cluster, &C::device, &D::kind));
+  {
+    FieldSpec model = text("cluster.device.model", false, false,
+                           "device description: a name of models/devices/ (a100-80gb-sxm, "
+                           "h100-sxm) or a path to such a file; times compute by kernels");
+    model.default_note = "none: compute is FLOPs / (peak_flops · efficiency)";
+    f.push_back(bind(model, &S::cluster, &C::device, &D::model));
+  }
+  {
+    FieldSpec peak = quantity("cluster.device.peak_flops", true, Quantity::FlopRate, true,
+                              "FLOP/s at the training precision");
+    peak.required_unless = "cluster.device.model";
+    peak.default_note = "the device description's peak at training.precision";
+    f.push_back(bind(peak, &S::cluster, &C::device, &D::peak_flops));
+  }
+  f.push_back(
+      bind(with_quantity_max(quantity("cluster.device.efficiency", false, Quantity::Count, true,
+                                      "fraction of peak a forward/backward reaches "
+                                      "(without a device description)"),
+                             1, "a fraction in (0, 1]"),
+           &S::cluster, &C::device, &D::efficiency));
+  {
+    FieldSpec memory =
+        quantity("cluster.device.memory", true, Quantity::Bytes, true, "bytes of device memory");
+    memory.required_unless = "cluster.device.model";
+    memory.default_note = "the device description's memory";
+    f.push_back(bind(memory, &S::cluster, &C::device, &D::memory));
+  }
+  f.push_back(bind(integer("cluster.device.cores", false, 1, "cores SimGrid gives the host"),
+                   &S::cluster, &C::device, &D::cores));
+  f.push_back(bind(text("cluster.device.profile", false, true,
+                        "a measured profile file (dtwin profile); \"\" = none"),
+                   &S::cluster, &C::device, &D::profile));
+  add_link(f, "cluster.device.host_link", false,
+           "device <-> host memory (PCIe), for layout.offload", &S::cluster, &C::device,
+           &D::host_link);
+  add_link(f, "cluster.intra_node", true, "between devices of one node (NVLink, PCIe, loopback)",
+           &S::cluster, &C::intra_node);
+  add_link(f, "cluster.inter_node", true, "each node's link into the network", &S::cluster,
+           &C::inter_node);
+  f.push_back(bind_enum(choice("cluster.topology", false, "the simulated inter-node network"),
+                        kTopologyNames, &S::cluster, &C::topology));
+  f.push_back(bind(integer("cluster.nodes_per_switch", false, 1,
+                           "fat-tree only: nodes per leaf switch (as many spine switches)"),
+                   &S::cluster, &C::nodes_per_switch));
+
+  f.push_back(section("runtime", false, "real runs (dtwin train, dtwin run)"));
+  f.push_back(
+      bind_enum(choice("runtime.backend", false, "the c10d backend", "--distributed-backend"),
+                kBackendNames, &S::runtime, &R::backend));
+  f.push_back(bind_enum(choice("runtime.device", false, "where the runtime keeps its tensors"),
+                        kRuntimeDeviceNames, &S::runtime, &R::device));
+  f.push_back(bind(quantity("runtime.timeout_s", false, Quantity::Count, true,
+                            "seconds a rank waits for a peer before giving up",
+                            "--distributed-timeout-minutes (minutes)", "comm.init_timeout_seconds"),
+                   &S::runtime, &R::timeout_s));
+  f.push_back(bind(integer("runtime.threads", false, 0,
+                           "intra-op threads per rank; 0 = the rank's share of the cores"),
+                   &S::runtime, &R::threads));
+  return f;
+}
+
+/// "a bandwidth > 0" (or ">= 0") from "a bandwidth such as ...": the bound on a quantity.
+std::string quantity_bound(Quantity kind, bool positive) {
+  std::string noun = quantity_description(kind);
+  noun = noun.substr(0, noun.find(" such as"));
+  return noun + (positive ? " > 0" : " >= 0");
+}
+
+}  // namespace
+
+std::string FieldSpec::parent() const {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? "" : path.substr(0, dot);
+}
+
+std::string FieldSpec::name() const {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+const std::vector<FieldSpec>& scenario_fields() {
+  static const std::vector<FieldSpec> fields = make_fields();
+  return fields;
+}
+
+const FieldSpec* find_field(std::string_view path) {
+  for (const FieldSpec& f : scenario_fields())
+    if (f.path == path) return &f;
+  return nullptr;
+}
+
+std::vector<const FieldSpec*> section_fields(std::string_view path) {
+  std::vector<const FieldSpec*> fields;
+  for (const FieldSpec& f : scenario_fields())
+    if (f.parent() == path) fields.push_back(&f);
+  return fields;
+}
+
+std::string render_value(const FieldValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<V, std::vector<int>>) {
+          return fmt::format("[{}]", fmt::join(v, ", "));
+        } else {
+          return fmt::format("{}", v);
+        }
+      },
+      value);
+}
+
+std::string expected_text(const FieldSpec& field) {
+  switch (field.kind) {
+    case FieldKind::Section:
+      return "a map";
+    case FieldKind::Integer:
+      return field.min > 0 ? "a positive integer" : "a non-negative integer";
+    case FieldKind::Quantity:
+      return quantity_description(field.quantity);
+    case FieldKind::Boolean:
+    case FieldKind::Choice:
+      return fmt::format("one of {}", fmt::join(field.choices, ", "));
+    case FieldKind::Text:
+      return field.allow_empty ? "a string" : "a non-empty string";
+    case FieldKind::IntList:
+      return field.min > 0 ? "a list of positive integers" : "a list of integers >= 0";
+  }
+  return "";
+}
+
+std::string range_error(const FieldSpec& field, const FieldValue& value) {
+  switch (field.kind) {
+    case FieldKind::Integer: {
+      const long long v = std::get<long long>(value);
+      const long long max = field.max > 0 ? field.max : INT_MAX;
+      if (v >= field.min && v <= max) return "";
+      return !field.what.empty() && v >= field.min ? field.what : expected_text(field);
+    }
+    case FieldKind::Quantity: {
+      const double v = std::get<double>(value);
+      if (field.positive ? !(v > 0) : !(v >= 0))
+        return quantity_bound(field.quantity, field.positive);
+      if (field.quantity_max > 0 && v > field.quantity_max) return field.what;
+      return "";
+    }
+    case FieldKind::Choice: {
+      const std::string& v = std::get<std::string>(value);
+      for (const auto& c : field.choices)
+        if (c == v) return "";
+      return expected_text(field);
+    }
+    case FieldKind::Text:
+      return !field.allow_empty && std::get<std::string>(value).empty() ? expected_text(field) : "";
+    case FieldKind::IntList:
+      for (int v : std::get<std::vector<int>>(value))
+        if (v < field.min) return expected_text(field);
+      return "";
+    case FieldKind::Section:
+    case FieldKind::Boolean:
+      return "";
+  }
+  return "";
+}
+
+}  // namespace dtwin

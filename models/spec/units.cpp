@@ -1,0 +1,100 @@
+#include "models/spec/units.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/user_error.hpp"
+
+namespace dtwin {
+namespace {
+
+using UnitTable = std::vector<std::pair<std::string, double>>;
+
+constexpr double kKi = 1024.0;
+const UnitTable kDecimal = {{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}};
+const UnitTable kBinary = {
+    {"Ki", kKi}, {"Mi", kKi* kKi}, {"Gi", kKi* kKi* kKi}, {"Ti", kKi* kKi* kKi* kKi}};
+
+// `unit` ("B" or "B/s") with no prefix, the decimal prefixes K, M, G, T and the binary ones Ki,
+// Mi, Gi, Ti (IEC 80000-13).
+UnitTable bytes_scaled(const std::string& unit) {
+  UnitTable table = {{unit, 1}};
+  for (const UnitTable* prefixes : {&kDecimal, &kBinary})
+    for (const auto& [prefix, factor] : *prefixes) table.push_back({prefix + unit, factor});
+  return table;
+}
+
+const UnitTable& units_of(Quantity kind) {
+  static const UnitTable bandwidth = [] {
+    UnitTable table = bytes_scaled("B/s");
+    for (const auto& [prefix, factor] : kDecimal) {  // bits per second, two spellings
+      table.push_back({prefix + "b/s", factor / 8});
+      table.push_back({prefix + "bps", factor / 8});
+    }
+    return table;
+  }();
+  static const UnitTable latency = {{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  static const UnitTable bytes = bytes_scaled("B");
+  static const UnitTable flop_rate = {
+      {"FLOP/s", 1}, {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
+  };
+  static const UnitTable none = {};
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return bandwidth;
+    case Quantity::Latency:
+      return latency;
+    case Quantity::Bytes:
+      return bytes;
+    case Quantity::FlopRate:
+      return flop_rate;
+    case Quantity::Count:
+      break;
+  }
+  return none;
+}
+
+}  // namespace
+
+std::string_view trim(std::string_view s) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string quantity_description(Quantity kind) {
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return "a bandwidth such as 25GB/s or 200Gb/s";
+    case Quantity::Latency:
+      return "a latency such as 20us or 1.5ms";
+    case Quantity::Bytes:
+      return "a size such as 24GiB or 512MB";
+    case Quantity::FlopRate:
+      return "a FLOP rate such as 100GFLOP/s or 1e12";
+    case Quantity::Count:
+      break;
+  }
+  return "a number such as 3 or 1e-3";
+}
+
+double parse_quantity(const std::string& text, Quantity kind) {
+  const auto fail = [kind]() { return UserError("expected " + quantity_description(kind)); };
+  std::string_view s = trim(text);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);  // from_chars rejects a leading '+'
+  double value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || !std::isfinite(value)) throw fail();
+  const std::string_view unit = trim(s.substr(static_cast<std::size_t>(end - s.data())));
+  if (unit.empty()) return value;
+  for (const auto& [name, scale] : units_of(kind)) {
+    if (unit == name) return value * scale;
+  }
+  throw fail();
+}
+
+}  // namespace dtwin

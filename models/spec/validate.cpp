@@ -1,0 +1,165 @@
+#include "models/spec/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "models/spec/schema.hpp"
+
+namespace dtwin {
+namespace {
+
+/// True when every section around `field` is required: its required keys must then hold a
+/// valid value even at their default.
+bool always_present(const FieldSpec& field) {
+  for (std::string parent = field.parent(); !parent.empty();) {
+    const FieldSpec* section = find_field(parent);
+    if (section == nullptr || !section->required) return false;
+    parent = section->parent();
+  }
+  return true;
+}
+
+void check_ranges(const Scenario& sc, std::vector<Violation>& out) {
+  static const Scenario defaults;
+  for (const FieldSpec& f : scenario_fields()) {
+    if (f.kind == FieldKind::Section) continue;
+    const FieldValue value = f.get(sc);
+    const bool must = (f.required || !f.required_unless.empty()) && always_present(f);
+    if (!must && value == f.get(defaults)) continue;
+    const std::string error = range_error(f, value);
+    if (!error.empty()) out.push_back({{f.path}, error});
+  }
+}
+
+void check_model(const ModelSpec& m, std::vector<Violation>& out) {
+  if (m.n_heads <= 0) return;  // a range violation already
+  if (m.d_model % m.n_heads != 0) {
+    out.push_back({{"model.d_model", "model.n_heads"},
+                   fmt::format("model.d_model ({}) to be a multiple of model.n_heads ({})",
+                               m.d_model, m.n_heads)});
+  } else if (m.family == ModelFamily::Llama && (m.d_model / m.n_heads) % 2 != 0) {
+    // Rotary embeddings rotate pairs of channels; GPT-2's learned positions have no such need.
+    out.push_back({{"model.d_model", "model.n_heads"},
+                   fmt::format("model.d_model / model.n_heads ({} / {} = {}) to be even for "
+                               "rotary embeddings",
+                               m.d_model, m.n_heads, m.d_model / m.n_heads)});
+  }
+}
+
+void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
+  const bool interleaved = l.schedule == sched::ScheduleKind::Interleaved1F1B;
+  if (l.virtual_stages != 1 && !interleaved)
+    out.push_back({{"layout.virtual_stages"}, "1 unless layout.schedule is interleaved-1f1b"});
+  if (interleaved && l.pp > 0 && l.microbatches % l.pp != 0) {
+    out.push_back({{"layout.microbatches", "layout.pp"},
+                   fmt::format("layout.microbatches ({}) to be a multiple of layout.pp ({}) for "
+                               "interleaved-1f1b",
+                               l.microbatches, l.pp)});
+  }
+  const int stages = l.pp * l.virtual_stages;
+  if (stages <= 0) return;
+  if (l.stage_layers.empty() && m.n_layers % stages != 0) {
+    out.push_back({{"layout.pp", "layout.virtual_stages", "model.n_layers"},
+                   fmt::format("layout.pp * layout.virtual_stages ({}) to divide model.n_layers "
+                               "({}) (or a layout.stage_layers list)",
+                               stages, m.n_layers)});
+  }
+  if (l.stage_layers.empty()) return;
+  if (static_cast<int>(l.stage_layers.size()) != stages) {
+    out.push_back({{"layout.stage_layers"},
+                   fmt::format("layout.pp * layout.virtual_stages = {} entries", stages)});
+  } else if (std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0) != m.n_layers) {
+    out.push_back({{"layout.stage_layers", "model.n_layers"},
+                   fmt::format("entries summing to model.n_layers ({})", m.n_layers)});
+  }
+}
+
+/// Megatron-LM splits heads, the feed-forward width, the vocabulary and, under sequence
+/// parallelism, the sequence over the tensor-parallel group.
+void check_tensor_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
+  if (l.tp > 1) {
+    const auto divides = [&](const std::string& key, int value) {
+      if (value % l.tp != 0)
+        out.push_back(
+            {{"layout.tp", key},
+             fmt::format("{} ({}) to be a multiple of layout.tp ({})", key, value, l.tp)});
+    };
+    divides("model.n_heads", m.n_heads);
+    divides("model.ffn_hidden", m.ffn_hidden);
+    divides("model.vocab_size", m.vocab_size);
+    if (l.sequence_parallel) divides("model.seq_len", m.seq_len);
+  }
+  if (l.sequence_parallel && l.tp == 1)
+    out.push_back({{"layout.sequence_parallel"}, "false unless layout.tp > 1"});
+  if (l.tp_comm_overlap && !l.sequence_parallel)
+    out.push_back({{"layout.tp_comm_overlap"},
+                   "false unless layout.sequence_parallel is true (the overlapped collectives are "
+                   "its all-gathers and reduce-scatters)"});
+}
+
+void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
+  if (l.zero > 0 && l.dp == 1)
+    out.push_back(
+        {{"layout.zero", "layout.dp"},
+         "layout.zero = 0 with layout.dp = 1 (ZeRO shards over the data-parallel group)"});
+  if (l.zero > 0 && l.dp_sync != sched::DpSync::AllReduce)
+    out.push_back({{"layout.dp_sync"}, "all-reduce when layout.zero > 0"});
+  if (l.overlap_grad_reduce && l.dp_sync != sched::DpSync::AllReduce)
+    out.push_back({{"layout.dp_sync"},
+                   "all-reduce when layout.overlap_grad_reduce is true (gradient buckets are "
+                   "reduced)"});
+  if (l.overlap_param_gather && l.zero == 0)
+    out.push_back({{"layout.overlap_param_gather"},
+                   "false unless layout.zero > 0 (only sharded parameters are gathered)"});
+}
+
+void check_training(const TrainingSpec& t, std::vector<Violation>& out) {
+  if (t.precision == Precision::Fp32 && t.grad_precision != Precision::Fp32)
+    out.push_back({{"training.grad_precision"},
+                   "fp32 when training.precision is fp32 (gradients are never narrower than the "
+                   "weights)"});
+}
+
+void check_cluster(const Scenario& sc, std::vector<Violation>& out) {
+  const ClusterSpec& c = sc.cluster;
+  if (sc.layout.offload != Offload::None && c.device.host_link.bandwidth <= 0)
+    out.push_back({{"layout.offload"},
+                   "none unless cluster.device.host_link is given (offloaded state moves over "
+                   "it)"});
+  if (c.topology == Topology::FatTree && c.nodes_per_switch > 0 && c.nodes % c.nodes_per_switch)
+    out.push_back({{"cluster.nodes_per_switch", "cluster.nodes"},
+                   fmt::format("cluster.nodes ({}) to be a multiple of nodes_per_switch ({}) for a "
+                               "fat-tree",
+                               c.nodes, c.nodes_per_switch)});
+  const long long slots = 1LL * c.nodes * c.devices_per_node * c.ranks_per_device;
+  if (sc.world_size() != slots)
+    out.push_back({{"layout.dp", "layout.pp", "layout.tp", "cluster.nodes",
+                    "cluster.devices_per_node", "cluster.ranks_per_device"},
+                   fmt::format("dp*pp*tp = {} ranks to match "
+                               "nodes*devices_per_node*ranks_per_device = {}",
+                               sc.world_size(), slots)});
+}
+
+}  // namespace
+
+std::string Violation::message(const Scenario& scenario) const {
+  const FieldSpec* field = find_field(keys.front());
+  const std::string value = field != nullptr ? render_value(field->get(scenario)) : "";
+  return fmt::format("{}: expected {}, got '{}'", keys.front(), expected, value);
+}
+
+std::vector<Violation> validate(const Scenario& sc) {
+  std::vector<Violation> out;
+  check_ranges(sc, out);
+  if (!out.empty()) return out;  // the rules below assume every value in its range
+  check_model(sc.model, out);
+  check_pipeline(sc.model, sc.layout, out);
+  check_tensor_parallel(sc.model, sc.layout, out);
+  check_sharding(sc.layout, out);
+  check_training(sc.training, out);
+  check_cluster(sc, out);
+  return out;
+}
+
+}  // namespace dtwin

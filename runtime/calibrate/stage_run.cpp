@@ -1,0 +1,36 @@
+#include "runtime/calibrate/stage_run.hpp"
+
+namespace dtwin::rt {
+
+StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+                   const nn::TensorParallelGroup& tp, torch::Device device)
+    : stage(stage),
+      module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp)),
+      device(device) {
+  const ModelSpec& m = scenario.model;
+  const int b = scenario.layout.micro_batch_size;
+  const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
+  load(data.batch(0, 0, 0, 1, 1, b, scenario.training.seed));
+  const auto compute = torch::TensorOptions(module->compute_dtype()).device(device);
+  if (!stage.has_embedding)
+    input = torch::randn({b, sequence, m.d_model}).to(compute).requires_grad_(true);
+  grad = (torch::randn({b, sequence, m.d_model}) * 1e-3).to(compute);
+}
+
+void StageRun::load(const Batch& next) {
+  batch = {next.inputs.to(device), next.targets.to(device)};
+  if (stage.has_embedding) input = batch.inputs;
+}
+
+torch::Tensor StageRun::forward() {
+  return module->forward(input, stage.has_head ? batch.targets : torch::Tensor());
+}
+
+void StageRun::backward(const torch::Tensor& out) {
+  if (stage.has_head)
+    out.backward();
+  else
+    out.backward(grad);
+}
+
+}  // namespace dtwin::rt

@@ -1,0 +1,42 @@
+// One pipeline stage and one microbatch of input, ready to run forward and backward: what the
+// profiler and the compute probe time.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "models/cost/cost_model.hpp"
+#include "models/nn/stage_module.hpp"
+#include "models/spec/scenario.hpp"
+#include "runtime/data/token_dataset.hpp"
+
+namespace dtwin::rt {
+
+/// Stage `stage` of `scenario` with one microbatch (layout.micro_batch_size sequences of
+/// model.seq_len tokens): real tokens on the first stage, random hidden states
+/// [micro_batch_size, seq_len, d_model] elsewhere ([.., seq_len/tp, ..] under sequence
+/// parallelism), and a random output gradient of that shape for stages without the loss. With
+/// a tensor-parallel group `tp` of size > 1 the module is member tp.rank's shards, whose forward
+/// and backward run the group's collectives (every member must run the same passes).
+struct StageRun {
+  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+           const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU);
+
+  /// Makes `next` (on the CPU) the batch, on the stage's device, and on a stage with the
+  /// embedding its input.
+  void load(const Batch& next);
+
+  /// The stage's output: the loss on the last stage, else hidden states.
+  torch::Tensor forward();
+  /// Backward from `out` (forward's result) into the weights and the input.
+  void backward(const torch::Tensor& out);
+
+  const StageCost& stage;
+  std::shared_ptr<nn::StageModule> module;
+  torch::Device device;
+  Batch batch;
+  torch::Tensor input, grad;
+};
+
+}  // namespace dtwin::rt
