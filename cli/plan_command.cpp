@@ -63,8 +63,8 @@ std::vector<size_t> choose_distinct(const std::vector<PlanRow>& rows, int top) {
 }
 
 // Trains the `run` fastest simulated rows for real and records their measured tokens/s.
-void train_best(const PlanOptions& options, const PlanRequest& request,
-                const PlanTraining& training, const std::string& dir, std::vector<PlanRow>& rows) {
+void train_best(const PlanOptions& options, const PlanTraining& training, const std::string& dir,
+                std::vector<PlanRow>& rows) {
   std::vector<PlanRow*> fastest;
   for (PlanRow& row : rows)
     if (row.simulated) fastest.push_back(&row);
@@ -74,16 +74,16 @@ void train_best(const PlanOptions& options, const PlanRequest& request,
   for (size_t i = 0; i < fastest.size(); ++i) {
     std::cout << "== training layout " << i + 1 << " of " << fastest.size() << ": "
               << describe_layout(fastest[i]->candidate->scenario.layout) << std::endl;
-    fastest[i]->measured_tokens_per_s =
-        training.train(request, *fastest[i]->candidate, dir + "/plan-runs/" + std::to_string(i + 1),
-                       options.data_dir, options.run_steps);
+    fastest[i]->measured_tokens_per_s = training.train(options.scenario, *fastest[i]->candidate,
+                                                       dir + "/plan-runs/" + std::to_string(i + 1),
+                                                       options.data_dir, options.run_steps);
   }
 }
 
 int run_plan(const PlanOptions& options, const PlanTraining* training) {
   const Scenario base = options.scenario.load();
   const LayoutSpec& l = base.layout;
-  PlanRequest request{options.scenario, options.gpus, options.global_batch, options.keep, {}};
+  PlanRequest request{base, options.gpus, options.global_batch, options.keep, {}};
   if (options.run > 0) {
     if (!training) throw std::logic_error("plan --run: only dtwin-runtime can train");
     request.check = training->check;  // only layouts `dtwin train` can execute
@@ -108,7 +108,7 @@ int run_plan(const PlanOptions& options, const PlanTraining* training) {
   const auto summaries =
       simulate_candidates(best, dir + "/plan-simulations", progress_bar("simulating"));
   for (size_t k = 0; k < chosen.size(); ++k) rows[chosen[k]].simulated = summaries[k];
-  if (options.run > 0) train_best(options, request, *training, dir, rows);
+  if (options.run > 0) train_best(options, *training, dir, rows);
   std::vector<PlanRow> simulated;
   for (const PlanRow& row : rows)
     if (row.simulated) simulated.push_back(row);

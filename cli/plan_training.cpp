@@ -15,15 +15,16 @@ PlanTraining runtime_plan_training() {
   PlanTraining training;
   training.check = [](const Scenario& scenario) {
     // Over NCCL the lowered schedule must keep each pipeline channel in order, as train checks.
-    if (scenario.runtime.backend == Backend::Nccl)
-      rt::check_runtime_supports(scenario, build_schedule(scenario));
-    else
-      rt::check_runtime_supports(scenario);
+    if (scenario.runtime.backend == Backend::Nccl) {
+      const sched::Schedule schedule = build_schedule(scenario);
+      return rt::runtime_violations(scenario, &schedule);
+    }
+    return rt::runtime_violations(scenario);
   };
-  training.train = [](const PlanRequest& request, const LayoutCandidate& candidate,
+  training.train = [](const ScenarioOptions& base, const LayoutCandidate& candidate,
                       const std::string& dir, const std::string& data_dir, int steps) {
-    std::vector<std::string> args{"train", request.base.path};
-    std::vector<std::string> sets = request.base.overrides;
+    std::vector<std::string> args{"train", base.path};
+    std::vector<std::string> sets = base.overrides;
     sets.insert(sets.end(), candidate.sets.begin(), candidate.sets.end());
     sets.push_back("training.steps=" + std::to_string(steps));
     sets.push_back("training.checkpoint_every=0");

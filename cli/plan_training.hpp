@@ -5,17 +5,19 @@
 #include <functional>
 #include <string>
 
+#include "cli/commands.hpp"
 #include "plan/layout_search.hpp"
 
 namespace dtwin {
 
 struct PlanTraining {
-  /// Throws UserError naming the setting when `dtwin train` cannot execute the scenario.
-  std::function<void(const Scenario&)> check;
-  /// Trains `candidate` for `steps` steps (the first is a warm-up the measured summary leaves
-  /// out) on this machine with the corpus in `data_dir`, writing into `dir`; returns the measured
-  /// tokens/s (measured.summary.json). Throws std::runtime_error if training fails.
-  std::function<double(const PlanRequest&, const LayoutCandidate&, const std::string& dir,
+  /// What `dtwin train` cannot execute in the scenario, each naming its key.
+  std::function<std::vector<Violation>(const Scenario&)> check;
+  /// Trains `candidate` (its sets over `base`) for `steps` steps (the first is a warm-up the
+  /// measured summary leaves out) on this machine with the corpus in `data_dir`, writing into
+  /// `dir`; returns the measured tokens/s (measured.summary.json). Throws std::runtime_error if
+  /// training fails.
+  std::function<double(const ScenarioOptions& base, const LayoutCandidate&, const std::string& dir,
                        const std::string& data_dir, int steps)>
       train;
 };

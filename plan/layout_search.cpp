@@ -13,22 +13,33 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "base/config_error.hpp"
+#include "base/user_error.hpp"
 #include "models/cost/cost_model.hpp"
 #include "models/cost/memory_budget.hpp"
-#include "models/spec/scenario_loader.hpp"
+#include "models/spec/schema.hpp"
+#include "models/spec/validate.hpp"
 #include "trace/step_figures.hpp"
 
 namespace dtwin {
 namespace {
 
-using Sets = std::vector<std::string>;
+/// A layout as the schema's keys and typed values, in the order they are applied.
+using Settings = std::vector<std::pair<std::string, FieldValue>>;
 
-std::string set(const std::string& key, const auto& value) {
-  if constexpr (std::is_convertible_v<decltype(value), std::string>)
-    return key + "=" + std::string(value);
-  else
-    return key + "=" + std::to_string(value);
+/// `settings` applied to `scenario` through the schema (a key outside it is a bug).
+void apply_settings(const Settings& settings, Scenario& scenario) {
+  for (const auto& [key, value] : settings) {
+    const FieldSpec* field = find_field(key);
+    if (field == nullptr) throw std::logic_error("layout search: no scenario key " + key);
+    field->set(scenario, value);
+  }
+}
+
+/// `settings` as `--set KEY=VALUE` texts.
+std::vector<std::string> as_sets(const Settings& settings) {
+  std::vector<std::string> sets;
+  for (const auto& [key, value] : settings) sets.push_back(key + "=" + render_value(value));
+  return sets;
 }
 
 // The largest tensor-parallel degree: a node's ranks.
@@ -59,8 +70,12 @@ std::vector<T> values_of(const std::string& key, const std::vector<std::string>&
   return all;
 }
 
-// Every layout of the request as its `--set` overrides (see search_layouts).
-std::vector<Sets> enumerate(const Scenario& base, const PlanRequest& request) {
+FieldValue number(int value) {
+  return static_cast<long long>(value);
+}
+
+// Every layout of the request as settings of the schema's keys (see search_layouts).
+std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request) {
   const int gpus = request.gpus, global_batch = request.global_batch;
   const LayoutSpec& b = base.layout;
   const auto& keep = request.keep;
@@ -70,50 +85,47 @@ std::vector<Sets> enumerate(const Scenario& base, const PlanRequest& request) {
   const std::vector<bool> sps =
       values_of<bool>("sequence_parallel", keep, {false, true}, b.sequence_parallel);
   const std::vector<int> zeros = values_of<int>("zero", keep, {0, 1, 2, 3}, b.zero);
-  std::vector<Sets> layouts;
+  const auto schedule = [](const char* kind, int v) {
+    return Settings{{"layout.schedule", std::string(kind)}, {"layout.virtual_stages", number(v)}};
+  };
+  std::vector<Settings> layouts;
   for_each_split(base, gpus, [&](int tp, int pp, int dp) {
     for (int mbs : {1, 2, 4, 8, 16}) {
       if (global_batch % (dp * mbs) != 0) continue;
       const int m = global_batch / (dp * mbs);
-      std::vector<Sets> schedules = {{"layout.schedule=1f1b", "layout.virtual_stages=1"}};
+      std::vector<Settings> schedules = {schedule("1f1b", 1)};
       if (pp > 1)
-        for (const char* s : {"gpipe", "zb-h1"})
-          schedules.push_back({set("layout.schedule", s), "layout.virtual_stages=1"});
+        for (const char* s : {"gpipe", "zb-h1"}) schedules.push_back(schedule(s, 1));
       if (pp > 1)
         for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
           if ((base.model.n_layers / pp) % v == 0)
-            schedules.push_back(
-                {"layout.schedule=interleaved-1f1b", set("layout.virtual_stages", v)});
-      for (const Sets& schedule : schedules)
+            schedules.push_back(schedule("interleaved-1f1b", v));
+      for (const Settings& sched : schedules)
         for (int zero : zeros)
           for (const std::string& recompute : recomputes)
             for (bool sp : sps) {
               if ((sp && tp == 1) || (zero > 0 && dp == 1)) continue;
-              Sets sets = {set("layout.tp", tp),
-                           set("layout.pp", pp),
-                           set("layout.dp", dp),
-                           set("layout.micro_batch_size", mbs),
-                           set("layout.microbatches", m),
-                           set("layout.zero", zero),
-                           set("layout.recompute", recompute),
-                           set("layout.sequence_parallel", sp ? "true" : "false")};
-              if (zero == 0) sets.push_back("layout.overlap_param_gather=false");
-              if (!sp) sets.push_back("layout.tp_comm_overlap=false");
-              sets.insert(sets.end(), schedule.begin(), schedule.end());
-              layouts.push_back(std::move(sets));
+              Settings settings = {
+                  {"layout.tp", number(tp)},          {"layout.pp", number(pp)},
+                  {"layout.dp", number(dp)},          {"layout.micro_batch_size", number(mbs)},
+                  {"layout.microbatches", number(m)}, {"layout.zero", number(zero)},
+                  {"layout.recompute", recompute},    {"layout.sequence_parallel", sp}};
+              if (zero == 0) settings.emplace_back("layout.overlap_param_gather", false);
+              if (!sp) settings.emplace_back("layout.tp_comm_overlap", false);
+              settings.insert(settings.end(), sched.begin(), sched.end());
+              layouts.push_back(std::move(settings));
             }
     }
   });
   return layouts;
 }
 
-// The key a loader message names: "--set K=V: KEY: expected ..." or "FILE:L:C: KEY: ...".
-std::string reason_of(const std::string& message) {
-  const size_t expected = message.find(": expected");
-  if (expected == std::string::npos) return message;
-  const size_t start = message.rfind(": ", expected - 1);
-  return start == std::string::npos ? message.substr(0, expected)
-                                    : message.substr(start + 2, expected - start - 2);
+// The key to count a violation under: the first of its keys that the layout set, else its first.
+std::string reason_of(const Violation& violation, const Settings& settings) {
+  for (const std::string& key : violation.keys)
+    for (const auto& setting : settings)
+      if (setting.first == key) return key;
+  return violation.keys.front();
 }
 
 // The memory proxies (memory_proxy) of the layouts searched so far, shared by the workers: many
@@ -144,22 +156,20 @@ struct Outcome {
   std::string reason, message;
 };
 
-Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& layout,
+Outcome evaluate(const PlanRequest& request, const Settings& base_settings, const Settings& layout,
                  ProxyCache& proxies) {
-  Sets sets = request.base.overrides;
-  sets.insert(sets.end(), base_sets.begin(), base_sets.end());
-  sets.insert(sets.end(), layout.begin(), layout.end());
+  Settings settings = base_settings;
+  settings.insert(settings.end(), layout.begin(), layout.end());
   LayoutCandidate c;
-  try {
-    c.scenario = load_scenario(request.base.path, sets);
-  } catch (const ConfigError& e) {
-    return {std::nullopt, reason_of(e.what()), e.what()};
-  }
-  if (request.check) try {
-      request.check(c.scenario);
-    } catch (const UserError& e) {
-      return {std::nullopt, "runtime: " + reason_of(e.what()), e.what()};
-    }
+  c.scenario = request.base;
+  apply_settings(settings, c.scenario);
+  if (const auto violations = validate(c.scenario); !violations.empty())
+    return {std::nullopt, reason_of(violations.front(), settings),
+            violations.front().message(c.scenario)};
+  if (request.check)
+    if (const auto violations = request.check(c.scenario); !violations.empty())
+      return {std::nullopt, "runtime: " + reason_of(violations.front(), settings),
+              violations.front().message(c.scenario)};
   const CostModel cost(c.scenario);
   c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout));
   const ClusterSpec& cluster = c.scenario.cluster;
@@ -168,9 +178,8 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
   if (peak > memory)
     return {std::nullopt, "memory",
             fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB that a rank's tensors may use",
-                        fmt::join(layout, " "), peak / (1 << 30), memory / (1 << 30))};
-  c.sets = base_sets;
-  c.sets.insert(c.sets.end(), layout.begin(), layout.end());
+                        fmt::join(as_sets(layout), " "), peak / (1 << 30), memory / (1 << 30))};
+  c.sets = as_sets(settings);
   trace::StepSummary figures;
   figures.step_time_s = c.estimate.step_s;
   trace::fill_step_figures(figures, c.scenario, cost);
@@ -178,30 +187,34 @@ Outcome evaluate(const PlanRequest& request, const Sets& base_sets, const Sets& 
   return {std::move(c), "", ""};
 }
 
-}  // namespace
-
-std::vector<std::string> cluster_sets(const Scenario& base, int gpus) {
+// The cluster settings that give the base scenario `gpus` GPUs: nodes = gpus /
+// (devices_per_node · ranks_per_device) when that divides, else ranks_per_device = gpus /
+// (nodes · devices_per_node). Throws UserError when neither divides.
+Settings cluster_settings(const Scenario& base, int gpus) {
   const ClusterSpec& c = base.cluster;
   const int per_node = c.devices_per_node * c.ranks_per_device;
-  if (gpus > 0 && gpus % per_node == 0) return {set("cluster.nodes", gpus / per_node)};
+  if (gpus > 0 && gpus % per_node == 0) return {{"cluster.nodes", number(gpus / per_node)}};
   const int devices = c.nodes * c.devices_per_node;
-  if (gpus > 0 && gpus % devices == 0) return {set("cluster.ranks_per_device", gpus / devices)};
+  if (gpus > 0 && gpus % devices == 0)
+    return {{"cluster.ranks_per_device", number(gpus / devices)}};
   throw UserError("--gpus " + std::to_string(gpus) + ": expected a positive multiple of " +
                   std::to_string(per_node) + " (devices_per_node × ranks_per_device) or of " +
                   std::to_string(devices) + " (nodes × devices_per_node)");
 }
 
+}  // namespace
+
 LayoutSearch search_layouts(const PlanRequest& request,
                             const std::function<void(int, int)>& progress) {
-  const Scenario base = request.base.load();
+  const Scenario& base = request.base;
   if (request.global_batch <= 0)
     throw UserError("--global-batch " + std::to_string(request.global_batch) +
                     ": expected a positive number of sequences");
-  const Sets base_sets = cluster_sets(base, request.gpus);
+  const Settings base_settings = cluster_settings(base, request.gpus);
   for (const std::string& key : request.keep)
     if (key != "zero" && key != "recompute" && key != "sequence_parallel")
       throw UserError("--keep " + key + ": expected zero, recompute or sequence_parallel");
-  const std::vector<Sets> layouts = enumerate(base, request);
+  const std::vector<Settings> layouts = enumerate(base, request);
   if (layouts.empty()) {
     const std::set<int> dps = data_parallel_sizes(base, request.gpus);
     if (dps.empty())
@@ -222,7 +235,7 @@ LayoutSearch search_layouts(const PlanRequest& request,
   for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
     workers.emplace_back([&] {
       for (size_t i; (i = next++) < layouts.size(); ++done)
-        outcomes[i] = evaluate(request, base_sets, layouts[i], proxies);
+        outcomes[i] = evaluate(request, base_settings, layouts[i], proxies);
     });
   const int total = static_cast<int>(layouts.size());
   while (done < layouts.size()) {

@@ -1,5 +1,5 @@
 // The layout search of `dtwin plan`: every layout of a scenario's model on a number of GPUs for
-// a global batch, checked by the scenario loader, estimated in closed form (estimate_step) and
+// a global batch, checked by the schema's validate(), estimated in closed form (estimate_step) and
 // filtered by memory.
 #pragma once
 
@@ -8,26 +8,27 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.hpp"
 #include "models/cost/step_estimate.hpp"
+#include "models/spec/scenario.hpp"
+#include "models/spec/validate.hpp"
 
 namespace dtwin {
 
 /// What to search: the base scenario (its model, cluster and switches), the GPUs (schedule
 /// ranks × tp) and the global batch in sequences.
 struct PlanRequest {
-  ScenarioOptions base;
+  Scenario base;  ///< the loaded scenario whose model, cluster and switches the layouts keep
   int gpus = 0;
   int global_batch = 0;
   /// Settings held at the base's value: any of "zero", "recompute", "sequence_parallel".
   std::vector<std::string> keep;
-  /// When set, layouts it throws UserError for are dropped under "runtime: KEY" (plan --run).
-  std::function<void(const Scenario&)> check;
+  /// When set, layouts it finds violations in are dropped under "runtime: KEY" (plan --run).
+  std::function<std::vector<Violation>(const Scenario&)> check;
 };
 
 /// One layout that loads and fits in memory.
 struct LayoutCandidate {
-  std::vector<std::string> sets;  ///< `--set` overrides (cluster and layout) on the base's own
+  std::vector<std::string> sets;  ///< the layout as `--set` overrides (cluster and layout)
   Scenario scenario;
   StepEstimate estimate;
   double tokens_per_s = 0;  ///< global batch · seq_len / estimate.step_s
@@ -40,18 +41,14 @@ struct LayoutSearch {
   std::map<std::string, std::string> example;  ///< reason -> one full message
 };
 
-/// The cluster overrides that give the base scenario `gpus` GPUs: nodes = gpus /
-/// (devices_per_node · ranks_per_device) when that divides, else ranks_per_device = gpus /
-/// (nodes · devices_per_node). Throws UserError when neither divides.
-std::vector<std::string> cluster_sets(const Scenario& base, int gpus);
-
 /// The layouts of `request`: tp a power of two within a node, pp dividing the GPUs / tp (at most
 /// n_layers), dp the rest; micro-batch size 1, 2, 4, 8 or 16 where dp·mbs divides the global
 /// batch; schedules gpipe, 1f1b, zb-h1 and interleaved-1f1b with every virtual stage count v ≥ 2
 /// that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for dp = 1); recompute none,
 /// selective, full; sequence parallelism off and on (off for tp = 1); the request's kept settings
-/// at the base's value. Each is loaded with the base's overrides plus its own (reasons the loader
-/// gives are counted by key), estimated, and kept when every pipeline rank's peak fits device
+/// at the base's value. Each is the base scenario with the layout's values set through the
+/// schema and checked by validate() (violations are counted by the key they name), estimated,
+/// and kept when every pipeline rank's peak fits device
 /// memory / ranks_per_device. `progress(done, total)` is called as layouts are checked. Throws
 /// UserError when no split of the GPUs exists, when the global batch is not a multiple of any
 /// dp·mbs, or when no layout loads and fits (naming each reason with its count).

@@ -1,10 +1,19 @@
 // What this build of the runtime can execute, checked before any rank starts.
 #pragma once
 
+#include <vector>
+
 #include "models/spec/scenario.hpp"
+#include "models/spec/validate.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
+
+/// What the runtime cannot execute in `scenario`, each naming its key (the layout and model
+/// checks of check_runtime_supports, without the visible-GPU check); with `schedule` (the
+/// scenario's, lowered) also NCCL's channel order. Empty when the runtime executes it.
+std::vector<Violation> runtime_violations(const Scenario& scenario,
+                                          const sched::Schedule* schedule = nullptr);
 
 /// Throws UserError (bad input, exit 2) naming the scenario key when the scenario
 /// asks for something the runtime cannot run rather than silently running something else:
