@@ -59,6 +59,12 @@ const UnitTable& units_of(Quantity kind) {
 
 }  // namespace
 
+std::vector<std::string> unit_names(Quantity kind) {
+  std::vector<std::string> names;
+  for (const auto& unit : units_of(kind)) names.push_back(unit.first);
+  return names;
+}
+
 std::string_view trim(std::string_view s) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtwin {
 
@@ -23,6 +24,9 @@ enum class Quantity {
 /// Throws UserError("expected ...") for an empty text, an unknown unit, trailing
 /// garbage, or a value that is not finite. The sign is not checked: callers check ranges.
 double parse_quantity(const std::string& text, Quantity kind);
+
+/// The unit suffixes parse_quantity accepts for `kind` (none for Count), e.g. "GB/s", "Gbps".
+std::vector<std::string> unit_names(Quantity kind);
 
 /// `s` without its leading and trailing spaces and tabs (a view into `s`).
 std::string_view trim(std::string_view s);
