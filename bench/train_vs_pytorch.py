@@ -39,7 +39,6 @@ import argparse
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -48,107 +47,46 @@ from collections import defaultdict
 
 import torch
 import torch.nn.functional as F
-import yaml
 
 THREADS = os.cpu_count()
 WARMUP = 1  # leading steps left out of the medians, on both sides
 H100_BF16_PEAK = 989e12  # H100 SXM datasheet, BF16 Tensor Core dense
-# The keys the eager model reads; --set may name others, which only dtwin sees.
-EAGER_KEYS = ("model.vocab_size", "model.d_model", "model.n_layers", "model.n_heads",
-              "model.ffn_hidden", "model.seq_len", "layout.microbatches",
-              "layout.micro_batch_size", "training.precision", "training.lr")
 
 
 # ----------------------------------------------------------------------------- scenario
 
-def scalar(text):
-    """A --set value as the scenario loader reads a YAML scalar."""
-    return yaml.safe_load(text)
-
-
-def load_yaml(path):
-    """The file's mapping."""
-    with open(path) as f:
-        return yaml.safe_load(f) or {}
-
-
-def apply_set(doc, assignment):
-    key, sep, value = assignment.partition("=")
-    if not sep or not key:
-        raise SystemExit(f"train_vs_pytorch.py: --set {assignment}: expected KEY=VALUE")
-    *sections, leaf = key.split(".")
-    node = doc
-    for name in sections:
-        node = node.setdefault(name, {})
-    node[leaf] = scalar(value)
-
-
-def get(doc, key, default=None):
-    node = doc
-    for name in key.split("."):
-        if not isinstance(node, dict) or name not in node:
-            if default is None:
-                raise SystemExit(f"train_vs_pytorch.py: the scenario has no {key}")
-            return default
-        node = node[name]
-    return node
-
-
-FLOP_RATES = {"": 1, "FLOP/s": 1, "MFLOP/s": 1e6, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15}
-
-
-def flop_rate(value):
-    """A FLOP/s quantity as models/spec/units.cpp reads it: a number, or one with a FLOP/s unit."""
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z/]*)\s*", str(value))
-    if not match or match.group(2) not in FLOP_RATES:
-        raise SystemExit(f"train_vs_pytorch.py: {value!r}: expected a FLOP rate such as "
-                         "100GFLOP/s or 1e12")
-    return float(match.group(1)) * FLOP_RATES[match.group(2)]
-
-
-def scenario_peak(doc, precision):
-    """cluster.device.peak_flops, or the peak of its device description (cluster.device.model),
-    as models/spec/scenario_loader.cpp takes it."""
-    device = get(doc, "cluster.device", {}) or {}
-    if "peak_flops" in device:
-        return flop_rate(device["peak_flops"])
-    if "model" in device:
-        name = str(device["model"])
-        path = name if os.path.exists(name) else f"models/devices/{name}.yaml"
-        return flop_rate(load_yaml(path)[f"{precision}_flops"])
-    raise SystemExit("train_vs_pytorch.py: the scenario gives no cluster.device.peak_flops; "
-                     "pass --peak-flops")
+def resolved_scenario(dtwin, scenario, sets):
+    """The scenario's values as dtwin loads them (`dtwin keys --resolved`: defaults applied,
+    quantities in base units, a device description's peak filled in), with the --set overrides."""
+    cmd = [dtwin, "keys", "--resolved", scenario]
+    for assignment in sets:
+        cmd += ["--set", assignment]
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"train_vs_pytorch.py: {' '.join(cmd)}: {run.stderr.strip()}")
+    return json.loads(run.stdout)
 
 
 class Config:
     """What the eager loop needs, from the scenario and the --set overrides."""
 
     def __init__(self, args):
-        doc = load_yaml(args.scenario)
-        for assignment in args.set:
-            apply_set(doc, assignment)
-        if str(get(doc, "model.family", "llama")) != "llama":
+        peak = [f"cluster.device.peak_flops={args.peak_flops}"] if args.peak_flops else []
+        sc = resolved_scenario(args.dtwin, args.scenario, args.set + peak)
+        m, layout, training = sc["model"], sc["layout"], sc["training"]
+        if m["family"] != "llama":
             raise SystemExit("train_vs_pytorch.py: the eager reference is a LLaMA; "
-                             f"model.family is {get(doc, 'model.family')}")
+                             f"model.family is {m['family']}")
         self.V, self.D, self.L, self.H, self.FFN, self.S = (
-            int(get(doc, f"model.{k}"))
-            for k in ("vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "seq_len"))
-        self.M = int(get(doc, "layout.microbatches", 1))
-        self.B = int(get(doc, "layout.micro_batch_size", 1))
-        self.lr = float(get(doc, "training.lr", 3e-4))
-        self.precision = str(get(doc, "training.precision", "fp32"))
-        if self.precision not in ("fp32", "bf16"):
-            raise SystemExit(f"train_vs_pytorch.py: training.precision {self.precision}: "
-                             "expected fp32 or bf16")
-        self.attention = str(get(doc, "model.attention", "eager"))
-        self.device = args.device or str(get(doc, "runtime.device", "cpu"))
-        if self.device not in ("cpu", "cuda"):
-            raise SystemExit(f"train_vs_pytorch.py: device {self.device}: expected cpu or cuda")
-        self.peak = (flop_rate(args.peak_flops) if args.peak_flops is not None
-                     else H100_BF16_PEAK if self.device == "cuda"
-                     else scenario_peak(doc, self.precision))
+            m[k] for k in ("vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden", "seq_len"))
+        self.M = layout["microbatches"]
+        self.B = layout["micro_batch_size"]
+        self.lr = training["lr"]
+        self.precision = training["precision"]
+        self.attention = m["attention"]
+        self.device = args.device or sc["runtime"]["device"]
+        self.peak = (sc["cluster"]["device"]["peak_flops"]
+                     if args.peak_flops or self.device != "cuda" else H100_BF16_PEAK)
         self.tokens = self.M * self.B * self.S  # per step
 
     def non_embedding_params(self):
