@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/stage_module.hpp"
 #include "models/spec/scenario_loader.hpp"
+#include "models/spec/stage_partition.hpp"
 #include "runtime/data/token_dataset.hpp"
 
 int main(int argc, char** argv) {
@@ -56,13 +56,12 @@ int main(int argc, char** argv) {
   }
   try {
     const dtwin::Scenario scenario = dtwin::load_scenario(scenario_path, overrides);
-    const dtwin::CostModel cost(scenario);
+    const dtwin::StagePartition partition(scenario);
     const dtwin::LayoutSpec& layout = scenario.layout;
     c10::Dict<std::string, at::Tensor> out;
 
     std::vector<int64_t> first_layers, num_layers;
-    for (int s = 0; s < cost.num_stages(); ++s) {
-      const dtwin::StageCost& stage = cost.stage(s);
+    for (const dtwin::StageLayers& stage : partition.stages) {
       first_layers.push_back(stage.first_layer);
       num_layers.push_back(stage.num_layers);
       dtwin::nn::StageModule module(scenario, stage);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
@@ -51,9 +50,9 @@ std::string of_microbatch(const std::string& what, const Action& a) {
 
 }  // namespace
 
-Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, int process,
-                   std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
-                   const RunClock& clock)
+Executor::Executor(const Scenario& scenario, const StagePartition& partition,
+                   const sched::Schedule& schedule, int process, std::map<int, StageState>& stages,
+                   Communicator& comm, const TokenDataset& data, const RunClock& clock)
     : scenario_(scenario),
       schedule_(schedule),
       rank_(schedule.layout.schedule_rank(process)),
@@ -83,10 +82,9 @@ Executor::Executor(const Scenario& scenario, const sched::Schedule& schedule, in
   for (std::size_t i = 0; i < actions.size(); ++i)
     if (actions[i].kind == ActionKind::B || actions[i].kind == ActionKind::W)
       last_gradient_[actions[i].stage] = i;
-  const double bucket_elements = CostModel(scenario).bucket_params();
   for (auto& [stage, state] : stages_)
     buckets_[stage] =
-        std::make_unique<GradientBuckets>(state.module->parameters(), bucket_elements);
+        std::make_unique<GradientBuckets>(state.module->parameters(), partition.bucket_params);
 }
 
 Executor::StepResult Executor::run_step(int64_t step) {

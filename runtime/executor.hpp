@@ -37,12 +37,13 @@ class Executor {
   };
 
   /// `process` is this process's rank (sched::Layout::process); it runs the actions of its
-  /// schedule rank. `stages` are its modules (build_rank_model, with their ZeroStage when
-  /// layout.zero > 0, as its member of the tensor-parallel group) on comm.device(), where the
-  /// batches go too; all references must outlive it.
-  Executor(const Scenario& scenario, const sched::Schedule& schedule, int process,
-           std::map<int, StageState>& stages, Communicator& comm, const TokenDataset& data,
-           const RunClock& clock);
+  /// schedule rank. `partition` gives the gradient buckets' size. `stages` are its modules
+  /// (build_rank_model, with their ZeroStage when layout.zero > 0, as its member of the
+  /// tensor-parallel group) on comm.device(), where the batches go too; all references must outlive
+  /// it.
+  Executor(const Scenario& scenario, const StagePartition& partition,
+           const sched::Schedule& schedule, int process, std::map<int, StageState>& stages,
+           Communicator& comm, const TokenDataset& data, const RunClock& clock);
 
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/file_writer.hpp"
+#include "models/cost/cost_model.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 #include "trace/timeline.hpp"
@@ -34,7 +35,7 @@ void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::
 }  // namespace
 
 void write_measured(c10d::Store& store, const Scenario& scenario, const sched::Layout& layout,
-                    const CostModel& cost, const std::string& output_dir) {
+                    const std::string& output_dir) {
   const int world_size = layout.world_size();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0), model_states(world_size, 0);
@@ -62,7 +63,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
     summary.ranks[rank].peak_memory_bytes = peak[rank];
     summary.ranks[rank].model_state_bytes = model_states[rank];
   }
-  trace::fill_step_figures(summary, scenario, cost);
+  trace::fill_step_figures(summary, scenario, CostModel(scenario));
   write_file(output_dir + "/measured.summary.json", trace::to_summary_json(summary));
 }
 

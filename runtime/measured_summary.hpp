@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "models/cost/cost_model.hpp"
 #include "models/spec/scenario.hpp"
 #include "schedules/schedule.hpp"
 
@@ -16,10 +15,10 @@ namespace dtwin::rt {
 /// tensor-parallel member 0's, its memory figures its largest member's), and writes
 /// OUT/measured.trace.json (all steps) and OUT/measured.summary.json (the simulator's keys,
 /// averaged over the steps after the first; tokens_per_s and MFU from the scenario's global batch,
-/// peak_flops and device count; peak memory = the rank's peak bytes of live tensors,
-/// runtime/peak_memory.hpp; model states = the most its stages' weights, gradients and optimizer
-/// state held at an OPTIM, Executor).
+/// peak_flops, device count and model FLOPs (the cost model's, built here); peak memory = the
+/// rank's peak bytes of live tensors, runtime/peak_memory.hpp; model states = the most its stages'
+/// weights, gradients and optimizer state held at an OPTIM, Executor).
 void write_measured(c10d::Store& store, const Scenario& scenario, const sched::Layout& layout,
-                    const CostModel& cost, const std::string& output_dir);
+                    const std::string& output_dir);
 
 }  // namespace dtwin::rt

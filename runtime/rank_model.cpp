@@ -14,7 +14,8 @@ std::size_t model_state_bytes(const StageState& stage) {
   return bytes + adamw_state_bytes(*stage.optimizer);
 }
 
-std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
+std::map<int, StageState> build_rank_model(const Scenario& scenario,
+                                           const StagePartition& partition,
                                            const sched::Layout& layout, int rank,
                                            const nn::TensorParallelGroup& tp,
                                            torch::Device device) {
@@ -22,8 +23,8 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostM
   for (int v = 0; v < layout.virtual_stages; ++v) {
     const int stage = v * layout.pp + layout.pipeline_rank(rank);
     StageState state;
-    state.module =
-        std::make_shared<nn::StageModule>(scenario, cost.stage(stage), device, torch::kFloat32, tp);
+    state.module = std::make_shared<nn::StageModule>(scenario, partition.stage(stage), device,
+                                                     torch::kFloat32, tp);
     torch::optim::AdamWOptions options(scenario.training.lr);
     options.betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
     if (layout.zero > 0)

@@ -6,9 +6,9 @@
 #include <map>
 #include <memory>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/stage_module.hpp"
 #include "models/spec/scenario.hpp"
+#include "models/spec/stage_partition.hpp"
 #include "runtime/zero_stage.hpp"
 #include "schedules/schedule.hpp"
 
@@ -29,13 +29,14 @@ struct StageState {
 /// its AdamW state tensors (ZeroStage::model_state_bytes under ZeRO).
 std::size_t model_state_bytes(const StageState& stage);
 
-/// The stages the layout places on schedule rank `rank` (stage s runs on pipeline rank s mod
-/// pp), as member `tp` of its tensor-parallel group (size 1: none), built from the scenario's
-/// seed so that any layout starts from the same weights, each with an AdamW optimizer (lr from
-/// training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole stage or, when
-/// layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters, gradients and
-/// optimizer state on `device`.
-std::map<int, StageState> build_rank_model(const Scenario& scenario, const CostModel& cost,
+/// The stages of `partition` that the layout places on schedule rank `rank` (stage s runs on
+/// pipeline rank s mod pp), as member `tp` of its tensor-parallel group (size 1: none), built from
+/// the scenario's seed so that any layout starts from the same weights, each with an AdamW
+/// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole
+/// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters,
+/// gradients and optimizer state on `device`.
+std::map<int, StageState> build_rank_model(const Scenario& scenario,
+                                           const StagePartition& partition,
                                            const sched::Layout& layout, int rank,
                                            const nn::TensorParallelGroup& tp = {},
                                            torch::Device device = torch::kCPU);

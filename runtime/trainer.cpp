@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "base/file_writer.hpp"
-#include "models/cost/cost_model.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
@@ -124,7 +123,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   configure_threads(scenario.runtime.threads, env.local_world_size);
   torch::manual_seed(scenario.training.seed);
 
-  const CostModel cost(scenario);
+  const StagePartition partition(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   const torch::Device device = rank_device(scenario.runtime, env);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device);
@@ -132,7 +131,8 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
   const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
                                    scenario.layout.sequence_parallel};
-  std::map<int, StageState> stages = build_rank_model(scenario, cost, layout, rank, tp, device);
+  std::map<int, StageState> stages =
+      build_rank_model(scenario, partition, layout, rank, tp, device);
 
   arm_fault_injection(env.rank);
   const int64_t first_step =
@@ -140,13 +140,13 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const int replica = layout.dp_index(rank);
   const bool last_stage = layout.pipeline_rank(rank) == layout.pp - 1;
   const bool reporter = last_stage && replica == 0 && tp_index == 0;
-  const double tokens_per_step =
-      double(layout.dp) * layout.microbatches * cost.tokens_per_microbatch();
+  const double tokens_per_step = double(layout.dp) * layout.microbatches *
+                                 scenario.layout.micro_batch_size * scenario.model.seq_len;
   std::optional<Progress> progress;
   if (reporter)
     progress.emplace(options.output_dir, scenario.training.steps, tokens_per_step, first_step);
 
-  Executor executor(scenario, schedule, env.rank, stages, comm, data, clock);
+  Executor executor(scenario, partition, schedule, env.rank, stages, comm, data, clock);
   std::vector<trace::TimedAction> events;
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
@@ -172,7 +172,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
                          {"model_state_bytes", executor.peak_model_state_bytes()},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, 0))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
-  if (env.rank == 0) write_measured(comm.store(), scenario, layout, cost, options.output_dir);
+  if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);
   // Rank 0 may host the store: it leaves last.
   comm.store().add("finished", 1);
   while (env.rank == 0 && comm.store().add("finished", 0) < layout.process_count())

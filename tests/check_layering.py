@@ -8,7 +8,7 @@ for it, nothing above:
     schedules/       base
     models/spec/     base, schedules
     models/cost/     base, schedules, models/spec
-    models/nn/       base, schedules, models/spec, models/cost, LibTorch
+    models/nn/       base, schedules, models/spec, LibTorch
     trace/           base, schedules, models/spec, models/cost
     sim/             ... trace, SimGrid (never LibTorch)
     plan/            ... sim (never LibTorch)
@@ -38,7 +38,7 @@ BELOW = {
     "schedules": (["base"], False, False),
     "models/spec": (["base", "schedules"], False, False),
     "models/cost": (["base", "schedules", "models/spec"], False, False),
-    "models/nn": (["base", "schedules", "models/spec", "models/cost"], True, False),
+    "models/nn": (["base", "schedules", "models/spec"], True, False),
     "trace": (["base", "schedules", "models/spec", "models/cost"], False, False),
     "sim": (["base", "schedules", "models/spec", "models/cost", "trace"], False, True),
     "plan": (["base", "schedules", "models/spec", "models/cost", "trace", "sim"], False, True),

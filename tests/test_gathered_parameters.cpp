@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/param_init.hpp"
 #include "models/nn/stage_module.hpp"
 #include "models/spec/scenario_loader.hpp"
+#include "models/spec/stage_partition.hpp"
 #include "tests/run_process.hpp"
 
 namespace {
@@ -48,15 +48,15 @@ std::string train(const std::string& name, const std::vector<std::string>& layou
 // along their split dimension (a norm weight is taken from member 0 and must equal the others').
 Parameters checkpointed(const std::string& dir, const std::vector<std::string>& layout) {
   const dtwin::Scenario scenario = dtwin::load_scenario(kQuickstart, with(kSmall, layout));
-  const dtwin::CostModel cost(scenario);
+  const dtwin::StagePartition partition(scenario);
   const int tp = scenario.layout.tp;
   std::map<std::string, std::vector<torch::Tensor>> shards;
   for (int s = 0; s < scenario.layout.pp * scenario.layout.virtual_stages; ++s) {
     for (int member = 0; member < tp; ++member) {
       const dtwin::nn::TensorParallelGroup group{nullptr, member, tp,
                                                  scenario.layout.sequence_parallel};
-      auto module = std::make_shared<dtwin::nn::StageModule>(scenario, cost.stage(s), torch::kCPU,
-                                                             torch::kFloat32, group);
+      auto module = std::make_shared<dtwin::nn::StageModule>(scenario, partition.stage(s),
+                                                             torch::kCPU, torch::kFloat32, group);
       const std::string file =
           "stage-" + std::to_string(s) + (tp > 1 ? ".tp-" + std::to_string(member) : "") + ".pt";
       torch::load(module, dir + "/checkpoints/step-3/" + file);

@@ -75,15 +75,15 @@ TEST_CASE("a model cut into stages equals the single-stage model", "[torch][stag
   CHECK(composed == Approx(single).epsilon(1e-6));
 }
 
-TEST_CASE("the convenience constructor follows the cost model's stage", "[torch][stage]") {
+TEST_CASE("the convenience constructor follows the partition's stage", "[torch][stage]") {
   dtwin::Scenario scenario;
   scenario.model = tiny_llama();
   scenario.training.seed = kSeed;
-  dtwin::StageCost cost;
-  cost.first_layer = 2;
-  cost.num_layers = 2;
-  cost.has_head = true;
-  StageModule from_scenario(scenario, cost);
+  dtwin::StageLayers stage;
+  stage.first_layer = 2;
+  stage.num_layers = 2;
+  stage.has_head = true;
+  StageModule from_scenario(scenario, stage);
   StageModule direct(scenario.model, 2, 2, false, true, kSeed);
   CHECK(from_scenario.first_layer() == 2);
   CHECK(from_scenario.num_layers() == 2);

@@ -4,7 +4,6 @@
 #include "models/cost/parallel_memory.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -64,25 +63,6 @@ double bytes_per_element_of(Precision precision) {
   }
   throw std::logic_error("CostModel: training.precision " +
                          std::string(kPrecisionNames.name(precision)) + " has no element size");
-}
-
-/// Layers per stage, in stage order.
-std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
-  const int stages = l.pp * l.virtual_stages;
-  if (stages < 1) throw std::invalid_argument("CostModel: layout.pp * virtual_stages < 1");
-  if (!l.stage_layers.empty()) {
-    const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
-    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers) {
-      throw std::invalid_argument(
-          "CostModel: layout.stage_layers must have pp*virtual_stages entries summing to "
-          "model.n_layers");
-    }
-    return l.stage_layers;
-  }
-  if (m.n_layers % stages != 0) {
-    throw std::invalid_argument("CostModel: pp*virtual_stages must divide model.n_layers");
-  }
-  return std::vector<int>(stages, m.n_layers / stages);
 }
 
 /// Seconds of one all-reduce of `bytes` over the tensor-parallel group: a ring over the
@@ -193,7 +173,8 @@ CostModel::CostModel(const Scenario& scenario)
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
       grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
   const Shape shape = shape_of(model_);
-  const std::vector<int> layers = split_layers(model_, scenario.layout);
+  const StagePartition partition(scenario);
+  bucket_params_ = partition.bucket_params;
   const double T = tokens_per_microbatch();
   const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
                b = scenario.layout.micro_batch_size;
@@ -243,15 +224,9 @@ CostModel::CostModel(const Scenario& scenario)
         overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
   }
 
-  const int n = static_cast<int>(layers.size());
-  int first = 0;
-  for (int i = 0; i < n; ++i) {
+  for (const StageLayers& layers : partition.stages) {
     StageCost c;
-    c.first_layer = first;
-    c.num_layers = layers[i];
-    c.has_embedding = i == 0;
-    c.has_head = i == n - 1;
-    first += layers[i];
+    static_cast<StageLayers&>(c) = layers;
 
     const double L = c.num_layers;
     c.params = L * shape.layer_params;
@@ -330,8 +305,7 @@ double CostModel::weight_bytes(int s) const {
 }
 
 double CostModel::bucket_params() const {
-  return layout_.bucket_size > 0 ? layout_.bucket_size / grad_bytes_per_element_
-                                 : std::max(4e7, 1e6 * layout_.dp);
+  return bucket_params_;
 }
 
 double CostModel::parameter_bytes(int s) const {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "models/spec/scenario.hpp"
+#include "models/spec/stage_partition.hpp"
 
 namespace dtwin {
 
@@ -47,11 +48,8 @@ struct KernelSeconds {
 /// Per-stage costs of one microbatch (micro_batch_size sequences of seq_len tokens). FLOPs,
 /// activation bytes and seconds are per GPU of the stage's tensor-parallel group (a 1/tp share
 /// of the layer's matrix products); params counts the whole stage.
-struct StageCost {
-  int first_layer = 0;               ///< index of the stage's first transformer layer
-  int num_layers = 0;                ///< transformer layers of the stage
-  bool has_embedding = false;        ///< stage 0: token (and for gpt2 position) embedding
-  bool has_head = false;             ///< last stage: final norm, LM head, cross-entropy
+/// The stage's layers are those of the scenario's StagePartition.
+struct StageCost : StageLayers {
   double params = 0;                 ///< parameters the stage owns (count)
   double forward_flops = 0;          ///< F, per microbatch
   double input_backward_flops = 0;   ///< I: gradient w.r.t. inputs/activations, per microbatch
@@ -161,8 +159,7 @@ class CostModel {
   /// Bytes of stage `s`'s training-precision weights, params · bytes_per_element(): what a ZeRO
   /// parameter all-gather (UNSHARD) moves.
   double weight_bytes(int s) const;
-  /// Gradients per data-parallel bucket, in parameters: layout.bucket_size bytes at
-  /// grad_bytes_per_element(), or by default Megatron-LM's max(4e7, 1e6·dp).
+  /// Gradients per data-parallel bucket, in parameters (StagePartition::bucket_params).
   double bucket_params() const;
   /// Bytes of stage `s`'s parameters that weight averaging (layout.dp_sync: weight-average) moves:
   /// params · 4 in both precisions. With bf16 the averaged weights are the fp32 master copy (the
@@ -215,6 +212,7 @@ class CostModel {
   LayoutSpec layout_;
   double bytes_per_element_ = 4;
   double grad_bytes_per_element_ = 4;
+  double bucket_params_ = 0;
   std::vector<StageCost> stages_;
 };
 

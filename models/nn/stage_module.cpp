@@ -73,7 +73,7 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     if (auto* linear = module->as<SplitLinearImpl>()) linear->slot = slot_;
 }
 
-StageModule::StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device,
+StageModule::StageModule(const Scenario& scenario, const StageLayers& stage, torch::Device device,
                          torch::ScalarType dtype, TensorParallelGroup tp)
     : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
                   stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,

@@ -40,10 +40,10 @@
 #include <optional>
 #include <vector>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/llama_layers.hpp"
 #include "models/nn/split_linear.hpp"
 #include "models/spec/scenario.hpp"
+#include "models/spec/stage_partition.hpp"
 
 namespace dtwin::nn {
 
@@ -71,12 +71,13 @@ class StageModule : public torch::nn::Module {
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
               TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {});
-  /// The stage `stage` of the scenario's cost model (CostModel::stage(s)): scenario.model,
+  /// The stage `stage` of the scenario's StagePartition: scenario.model,
   /// scenario.training.seed and scenario.layout.recompute, computing at
   /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
   /// the parameters' dtype are the caller's choice (runtime.device is not read here).
-  StageModule(const Scenario& scenario, const StageCost& stage, torch::Device device = torch::kCPU,
-              torch::ScalarType dtype = torch::kFloat32, TensorParallelGroup tp = {});
+  StageModule(const Scenario& scenario, const StageLayers& stage,
+              torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kFloat32,
+              TensorParallelGroup tp = {});
 
   /// The stage's forward.
   ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's

@@ -2,7 +2,7 @@
 
 namespace dtwin::rt {
 
-StageRun::StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
                    const nn::TensorParallelGroup& tp, torch::Device device)
     : stage(stage),
       module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp)),

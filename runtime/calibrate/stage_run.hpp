@@ -6,9 +6,9 @@
 
 #include <memory>
 
-#include "models/cost/cost_model.hpp"
 #include "models/nn/stage_module.hpp"
 #include "models/spec/scenario.hpp"
+#include "models/spec/stage_partition.hpp"
 #include "runtime/data/token_dataset.hpp"
 
 namespace dtwin::rt {
@@ -20,7 +20,7 @@ namespace dtwin::rt {
 /// a tensor-parallel group `tp` of size > 1 the module is member tp.rank's shards, whose forward
 /// and backward run the group's collectives (every member must run the same passes).
 struct StageRun {
-  StageRun(const Scenario& scenario, const StageCost& stage, const TokenDataset& data,
+  StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
            const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU);
 
   /// Makes `next` (on the CPU) the batch, on the stage's device, and on a stage with the
@@ -32,7 +32,7 @@ struct StageRun {
   /// Backward from `out` (forward's result) into the weights and the input.
   void backward(const torch::Tensor& out);
 
-  const StageCost& stage;
+  const StageLayers& stage;
   std::shared_ptr<nn::StageModule> module;
   torch::Device device;
   Batch batch;

@@ -1,0 +1,52 @@
+#include "models/spec/stage_partition.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace dtwin {
+namespace {
+
+/// Layers per stage, in stage order.
+std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
+  const int stages = l.pp * l.virtual_stages;
+  if (stages < 1) throw std::invalid_argument("StagePartition: layout.pp * virtual_stages < 1");
+  if (!l.stage_layers.empty()) {
+    const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
+    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers) {
+      throw std::invalid_argument(
+          "StagePartition: layout.stage_layers must have pp*virtual_stages entries summing to "
+          "model.n_layers");
+    }
+    return l.stage_layers;
+  }
+  if (m.n_layers % stages != 0) {
+    throw std::invalid_argument("StagePartition: pp*virtual_stages must divide model.n_layers");
+  }
+  return std::vector<int>(stages, m.n_layers / stages);
+}
+
+}  // namespace
+
+StagePartition::StagePartition(const Scenario& scenario) {
+  const std::vector<int> layers = split_layers(scenario.model, scenario.layout);
+  int first = 0;
+  for (std::size_t s = 0; s < layers.size(); ++s) {
+    stages.push_back({first, layers[s], s == 0, s + 1 == layers.size()});
+    first += layers[s];
+  }
+  const LayoutSpec& l = scenario.layout;
+  bucket_params = l.bucket_size > 0
+                      ? l.bucket_size / element_bytes(scenario.training.grad_precision)
+                      : std::max(4e7, 1e6 * l.dp);
+}
+
+const StageLayers& StagePartition::stage(int s) const {
+  if (s < 0 || s >= static_cast<int>(stages.size()))
+    throw std::out_of_range("StagePartition::stage: no stage " + std::to_string(s) + " of " +
+                            std::to_string(stages.size()));
+  return stages[s];
+}
+
+}  // namespace dtwin
