@@ -35,13 +35,14 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
   const CostModel cost(scenario);
   const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
   write_file(dir + "/predicted.trace.json",
-             trace::to_chrome_trace(result.events, schedule.layout.world_size()));
+             trace::to_chrome_trace(result.events, schedule.layout.group_count()));
   write_file(dir + "/predicted.summary.json", trace::to_summary_json(result.summary));
   if (options.steps > 1)
     std::cout << "mean of " << options.steps << " sampled steps (the profile's variation), "
               << "their standard deviation " << result.summary.step_time_std_s * 1e3 << " ms\n";
-  std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name) << "wrote "
-            << dir << "/predicted.trace.json and predicted.summary.json\n";
+  std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name,
+                                           scenario.layout.tp)
+            << "wrote " << dir << "/predicted.trace.json and predicted.summary.json\n";
   return result;
 }
 

@@ -41,7 +41,7 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
       beat();
     }
   });
-  const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
+  const int rank = layout.group_of(env.rank), tp_index = layout.tp_index(env.rank);
   const int replica = layout.dp_index(rank), stage_rank = layout.pipeline_rank(rank);
   // Group names: the schedule rank's coordinates, and the tensor-parallel index when tp > 1.
   const std::string member = layout.tp > 1 ? "/" + std::to_string(tp_index) : "";

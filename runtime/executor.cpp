@@ -55,7 +55,7 @@ Executor::Executor(const Scenario& scenario, const StagePartition& partition,
                    Communicator& comm, const TokenDataset& data, const RunClock& clock)
     : scenario_(scenario),
       schedule_(schedule),
-      rank_(schedule.layout.schedule_rank(process)),
+      rank_(schedule.layout.group_of(process)),
       tp_index_(schedule.layout.tp_index(process)),
       stages_(stages),
       comm_(comm),
@@ -303,7 +303,7 @@ void Executor::sum_sequence_parallel_gradients(const Action& a) {
   std::vector<torch::Tensor> flat{sharded ? torch::cat(gradients) : flat_gradients(replicated)};
   std::vector<int> peers;
   for (int t = 0; t < schedule_.layout.tp; ++t)
-    if (t != tp_index_) peers.push_back(schedule_.layout.process(rank_, t));
+    if (t != tp_index_) peers.push_back(schedule_.layout.rank_of(rank_, t));
   wait(comm_.post(sched::to_string(a), peers,
                   [&] { return module.tensor_parallel().backend->allreduce(flat); }),
        a, peers);

@@ -102,7 +102,7 @@ class Executor {
   /// The other processes of this process's DP group.
   std::vector<int> dp_peers() const;
   /// The process of schedule rank `rank` with this process's tensor-parallel index.
-  int process_of(int rank) const { return schedule_.layout.process(rank, tp_index_); }
+  int process_of(int rank) const { return schedule_.layout.rank_of(rank, tp_index_); }
   /// Under sequence parallelism, at a's stage's OPTIM: sums its replicated-parameter gradients
   /// over the tensor-parallel group (under ZeRO the shard's part of them); nothing otherwise.
   void sum_sequence_parallel_gradients(const sched::Action& a);

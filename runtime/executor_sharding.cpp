@@ -87,7 +87,7 @@ std::vector<int> Executor::dp_peers() const {
   std::vector<int> peers;
   for (int d = 0; d < layout.dp; ++d)
     if (d != layout.dp_index(rank_))
-      peers.push_back(process_of(layout.rank(d, layout.pipeline_rank(rank_))));
+      peers.push_back(process_of(layout.group(d, layout.pipeline_rank(rank_))));
   return peers;
 }
 

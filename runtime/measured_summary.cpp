@@ -36,7 +36,7 @@ void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::
 
 void write_measured(c10d::Store& store, const Scenario& scenario, const sched::Layout& layout,
                     const std::string& output_dir) {
-  const int world_size = layout.world_size();
+  const int world_size = layout.group_count();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0), model_states(world_size, 0);
   // A schedule rank's timeline is its first tensor-parallel member's (the members run the
@@ -44,7 +44,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   for (int rank = 0; rank < world_size; ++rank) {
     for (int member = 0; member < layout.tp; ++member) {
       const std::vector<uint8_t> data =
-          store.get("events/" + std::to_string(layout.process(rank, member)));
+          store.get("events/" + std::to_string(layout.rank_of(rank, member)));
       const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
       peak[rank] = std::max(peak[rank], doc["peak_memory_bytes"].get<double>());
       model_states[rank] = std::max(model_states[rank], doc["model_state_bytes"].get<double>());

@@ -128,7 +128,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const torch::Device device = rank_device(scenario.runtime, env);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device);
   const RunClock clock(comm.origin());
-  const int rank = layout.schedule_rank(env.rank), tp_index = layout.tp_index(env.rank);
+  const int rank = layout.group_of(env.rank), tp_index = layout.tp_index(env.rank);
   const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
                                    scenario.layout.sequence_parallel};
   std::map<int, StageState> stages =
@@ -175,7 +175,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);
   // Rank 0 may host the store: it leaves last.
   comm.store().add("finished", 1);
-  while (env.rank == 0 && comm.store().add("finished", 0) < layout.process_count())
+  while (env.rank == 0 && comm.store().add("finished", 0) < layout.world_size())
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return 0;
 }

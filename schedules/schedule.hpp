@@ -1,11 +1,18 @@
-// A schedule: the layout of a (possibly hybrid DP x PP) job and one ordered action list per rank.
+// A schedule: the layout of a DP x PP x TP job and one ordered action list per tensor-parallel
+// group.
 //
-// Names used across dtwin (schedules/, sim/, runtime/, trace/):
-//   rank           global process index, 0 .. world_size-1 (world_size = dp x pp);
+// Names used across dtwin (schedules/, sim/, runtime/, trace/), as Megatron-LM uses them:
+//   rank           one process, 0 .. world_size-1; world_size = dp x pp x tp. Ranks are ordered
+//                  tp innermost, then dp, then pp: rank = group * tp + tp_index;
+//   TP group       the tp ranks that run one action list together, each on its shards of the
+//                  stage's layers; group = rank / tp, 0 .. group_count-1 (group_count = dp x pp).
+//                  With tp = 1 a group is one rank and the two numbers agree. The schedule's
+//                  action lists, the simulator's actors and the summaries' per-row figures are
+//                  per group (the parameters named `rank` in schedules/ and sim/ index groups);
 //   replica        one copy of the whole pipeline; there are dp replicas;
-//   dp_index       which replica a rank belongs to, 0 .. dp-1 (rank % dp);
-//   pipeline rank  a rank's position in its replica's pipeline, 0 .. pp-1 (rank / dp); the
-//                  ranks of one pipeline rank across replicas form a data-parallel group;
+//   dp_index       which replica a group belongs to, 0 .. dp-1 (group % dp);
+//   pipeline rank  a group's position in its replica's pipeline, 0 .. pp-1 (group / dp); the
+//                  groups of one pipeline rank across replicas form a data-parallel group;
 //   stage          one contiguous slice of the model's layers, 0 .. pp x v - 1; stage s runs on
 //                  pipeline rank s % pp (Megatron-LM's interleaved placement);
 //   virtual stage  one of the v stages (model chunks) a pipeline rank holds, s / pp;
@@ -47,11 +54,11 @@ inline constexpr NameTable<ScheduleKind, 4> kScheduleKindNames{{{
     {"zb-h1", ScheduleKind::ZbH1},
 }}};
 
-/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. A schedule rank puts
-/// the pipeline dimension outermost, as Megatron-LM and torchtitan do: rank = pipeline_rank*dp +
-/// dp. Each schedule rank is a tensor-parallel group of tp processes (GPUs) that run its actions
-/// together on their shards; processes are ordered tp innermost, then dp, then pp (Megatron-LM's
-/// order): process = rank*tp + tp_index.
+/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. TP groups put the
+/// pipeline dimension outermost, as Megatron-LM and torchtitan do: group = pipeline_rank*dp +
+/// dp_index. Each group's tp ranks (processes, GPUs) run its actions together on their shards;
+/// ranks are ordered tp innermost, then dp, then pp (Megatron-LM's order): rank = group*tp +
+/// tp_index.
 struct Layout {
   int dp = 1;
   int pp = 1;
@@ -62,24 +69,28 @@ struct Layout {
   /// the optimizer state (and gradients), 3 also the parameters (FSDP full sharding). Needs
   /// dp_sync all-reduce when above 0.
   int zero = 0;
-  /// Tensor-parallel members per schedule rank.
+  /// Ranks per TP group (the tensor-parallel degree).
   int tp = 1;
 
   int num_stages() const { return pp * virtual_stages; }
-  /// Schedule ranks (action lists): dp*pp.
-  int world_size() const { return dp * pp; }
-  /// Processes that execute the schedule: dp*pp*tp.
-  int process_count() const { return world_size() * tp; }
-  int schedule_rank(int process) const { return process / tp; }
-  int tp_index(int process) const { return process % tp; }
-  int process(int schedule_rank, int tp_index) const { return schedule_rank * tp + tp_index; }
+  /// TP groups (action lists): dp*pp.
+  int group_count() const { return dp * pp; }
+  /// Ranks (processes) that execute the schedule: dp*pp*tp.
+  int world_size() const { return group_count() * tp; }
+  /// The TP group of `rank`, and the rank's index in it.
+  int group_of(int rank) const { return rank / tp; }
+  int tp_index(int rank) const { return rank % tp; }
+  /// The rank at `tp_index` of TP group `group`.
+  int rank_of(int group, int tp_index) const { return group * tp + tp_index; }
   int pipeline_rank_of_stage(int stage) const { return stage % pp; }
-  int pipeline_rank(int rank) const { return rank / dp; }
-  int dp_index(int rank) const { return rank % dp; }
-  int rank(int dp_index, int pipeline_rank) const { return pipeline_rank * dp + dp_index; }
-  /// Global rank that runs `stage` in the replica of the rank `same_replica_as`.
-  int rank_of_stage(int stage, int same_replica_as) const {
-    return rank(dp_index(same_replica_as), pipeline_rank_of_stage(stage));
+  /// The pipeline rank and the replica of TP group `group`.
+  int pipeline_rank(int group) const { return group / dp; }
+  int dp_index(int group) const { return group % dp; }
+  /// The TP group at (dp_index, pipeline_rank).
+  int group(int dp_index, int pipeline_rank) const { return pipeline_rank * dp + dp_index; }
+  /// The TP group that runs `stage` in the replica of the group `same_replica_as`.
+  int group_of_stage(int stage, int same_replica_as) const {
+    return group(dp_index(same_replica_as), pipeline_rank_of_stage(stage));
   }
 };
 
@@ -88,7 +99,7 @@ using ActionList = std::vector<Action>;
 struct Schedule {
   std::string name;  ///< generator that produced it, e.g. "1f1b"
   Layout layout;
-  std::vector<ActionList> ranks;  ///< one list per global rank, in execution order
+  std::vector<ActionList> ranks;  ///< one list per TP group, in execution order
 };
 
 /// Builds the dp-replicated schedule from the action lists of one pipeline (pp lists).

@@ -8,14 +8,14 @@ namespace dtwin::sched {
 Endpoint receiver_of(const Layout& layout, int rank, const Action& send) {
   const bool forward = send.kind == ActionKind::SEND_F;
   const int stage = forward ? send.stage + 1 : send.stage - 1;
-  return {layout.rank_of_stage(stage, rank),
+  return {layout.group_of_stage(stage, rank),
           {stage, forward ? ActionKind::RECV_F : ActionKind::RECV_B, send.microbatch}};
 }
 
 Endpoint sender_of(const Layout& layout, int rank, const Action& receive) {
   const bool forward = receive.kind == ActionKind::RECV_F;
   const int stage = forward ? receive.stage - 1 : receive.stage + 1;
-  return {layout.rank_of_stage(stage, rank),
+  return {layout.group_of_stage(stage, rank),
           {stage, forward ? ActionKind::SEND_F : ActionKind::SEND_B, receive.microbatch}};
 }
 

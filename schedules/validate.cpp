@@ -63,9 +63,9 @@ class Validator {
 
   void check_ranges_and_placement() const {
     const int world = static_cast<int>(s_.ranks.size());
-    if (world != layout_.world_size())
-      fail("the schedule has " + std::to_string(world) +
-           " ranks, the layout dp*pp = " + std::to_string(layout_.world_size()));
+    if (world != layout_.group_count())
+      fail("the schedule has " + std::to_string(world) + " action lists, the layout dp*pp = " +
+           std::to_string(layout_.group_count()) + " TP groups");
     for (int r = 0; r < world; ++r)
       for (int i = 0; i < static_cast<int>(s_.ranks[r].size()); ++i) {
         const Action& a = s_.ranks[r][i];
@@ -77,7 +77,7 @@ class Validator {
           fail(name(r, i) + " on " + rank_str(r) + ": microbatch out of range [0, " +
                    std::to_string(layout_.microbatches) + ")",
                {{r, i}});
-        const int home = layout_.rank_of_stage(a.stage, r);
+        const int home = layout_.group_of_stage(a.stage, r);
         if (home == r) continue;
         const bool also_home = !s_.ranks[home].empty() && stage_appears(home, a.stage);
         if (also_home)

@@ -221,7 +221,7 @@ sim::Group dp_group(const World& world, int rank, int stage, int step) {
   const sched::Layout& layout = world.schedule.layout;
   sim::Group group;
   for (int d = 0; d < layout.dp; ++d)
-    group.ranks.push_back(layout.rank(d, layout.pipeline_rank_of_stage(stage)));
+    group.ranks.push_back(layout.group(d, layout.pipeline_rank_of_stage(stage)));
   group.me = layout.dp_index(rank);
   group.tag = "dp:" + std::to_string(stage) + step_suffix(step);
   return group;
@@ -528,33 +528,33 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
                                                                    : CollectiveModel::Flow),
       {},
       {},
-      std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
-      std::vector<std::vector<double>>(layout.world_size()),
+      std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
+      std::vector<std::vector<double>>(layout.group_count()),
       {},
       {},
-      std::vector<std::vector<trace::TimedAction>>(layout.world_size()),
+      std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
       {},
-      std::vector<double>(layout.world_size()),
+      std::vector<double>(layout.group_count()),
       {},
-      sg4::Barrier::create(layout.world_size())};
+      sg4::Barrier::create(layout.group_count())};
   if (options.steps < 1)
     throw std::invalid_argument("simulate: steps must be >= 1, got " +
                                 std::to_string(options.steps));
-  for (int rank = 0; rank < layout.world_size(); ++rank)
+  for (int rank = 0; rank < layout.group_count(); ++rank)
     world.random.emplace_back(splitmix64(options.seed ^ splitmix64(rank)));
-  for (int rank = 0; rank < layout.world_size(); ++rank)
+  for (int rank = 0; rank < layout.group_count(); ++rank)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });
   engine->run();
-  for (int rank = 0; rank < layout.world_size(); ++rank) close_sends(world, rank);
+  for (int rank = 0; rank < layout.group_count(); ++rank) close_sends(world, rank);
 
   SimResult result;
   for (auto& rank_events : world.events)
     result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
   result.summary = options.steps > 1
-                       ? trace::summarize_steps(result.events, layout.world_size(), false)
-                       : trace::summarize(result.events, layout.world_size());
-  for (int rank = 0; rank < layout.world_size(); ++rank) {
+                       ? trace::summarize_steps(result.events, layout.group_count(), false)
+                       : trace::summarize(result.events, layout.group_count());
+  for (int rank = 0; rank < layout.group_count(); ++rank) {
     result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
     result.summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);
   }

@@ -13,6 +13,7 @@
 
 #include "base/user_error.hpp"
 #include "trace/compare.hpp"
+#include "trace/summary_table.hpp"
 #include "trace/timeline.hpp"
 
 namespace {
@@ -450,4 +451,26 @@ TEST_CASE("summary JSON round-trips and rejects malformed input") {
       dtwin::trace::from_summary_json(
           R"({"step_time_s": 1, "bubble_fraction": 0, "ranks": [{"rank": 0, "compute_s": 1}]})"),
       Catch::Contains("ranks[0]"));
+}
+
+TEST_CASE("summary table: rows in rank order, TP groups labelled with their ranks") {
+  dtwin::trace::StepSummary summary;
+  summary.step_time_s = 1;
+  summary.mfu = -1;
+  summary.ranks.resize(20);
+  summary.ranks[10].compute_s = 0.5;  // the busiest row, in the left-out middle
+  const std::string table = dtwin::trace::format_summary_table(summary, "t", 4, 8);
+  std::vector<std::string> labels;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first;
+    words >> first;
+    labels.push_back(first);
+  }
+  const std::vector<std::string> expected = {"t:",    "one",   "ranks", "0-3",   "4-7",
+                                             "8-11",  "12-15", "...",   "40-43", "...",
+                                             "64-67", "68-71", "72-75", "76-79"};
+  CHECK(labels == expected);
+  CHECK_THAT(table, Catch::Contains("one row per tensor-parallel group of 4 ranks"));
 }

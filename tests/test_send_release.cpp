@@ -37,7 +37,7 @@ TEST_CASE("a send is released at a receive that the peer sent after taking the m
   const DryRun run = dry_run(s);
   REQUIRE_FALSE(run.deadlocked);
   int released = 0;
-  for (int rank = 0; rank < layout.world_size(); ++rank) {
+  for (int rank = 0; rank < layout.group_count(); ++rank) {
     const ActionList& list = s.ranks[rank];
     const std::vector<int> release = send_release_points(s, rank);
     REQUIRE(release.size() == list.size());

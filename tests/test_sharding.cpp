@@ -52,7 +52,7 @@ TEST_CASE("every generator lowers and validates at dp 2 for ZeRO 0 to 3") {
         CHECK_NOTHROW(validate(s, Expect::Lowered));
         // The collectives cost nothing in unit time and replicas arrive together.
         CHECK(dry_run(s).step_units == dry_run(generate(kind, s.layout)).step_units);
-        for (int r = 0; r < s.layout.world_size(); ++r)
+        for (int r = 0; r < s.layout.group_count(); ++r)
           for (int v = 0; v < s.layout.virtual_stages; ++v) {
             const int stage = v * pp + s.layout.pipeline_rank(r);
             CAPTURE(r, stage);
@@ -69,7 +69,7 @@ TEST_CASE("ZeRO-3 runs every compute action of a stage while its parameters are 
   for (const auto& [name, kind] : kScheduleKindNames.entries())
     for (int pp : {2, 4}) {
       const Schedule s = lowered(kind, 2, pp, 3);
-      for (int r = 0; r < s.layout.world_size(); ++r) {
+      for (int r = 0; r < s.layout.group_count(); ++r) {
         std::map<int, bool> gathered;  // stage -> between UNSHARD and RESHARD
         for (const Action& a : s.ranks[r]) {
           CAPTURE(name, pp, r, to_string(a));

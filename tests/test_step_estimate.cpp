@@ -46,7 +46,7 @@ TEST_CASE("the estimate's peak memory is the schedule's, for every schedule and 
       REQUIRE(estimate.peak_bytes.size() == size_t(pp));
       for (int r = 0; r < pp; ++r)
         CHECK(estimate.peak_bytes[r] ==
-              Approx(peak_memory_bytes(built, built.layout.rank(0, r), cost)));
+              Approx(peak_memory_bytes(built, built.layout.group(0, r), cost)));
     }
   }
 }

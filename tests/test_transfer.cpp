@@ -40,7 +40,7 @@ TEST_CASE(
   const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
   std::vector<std::set<int>> tags(layout.dp);  // tags of the SENDs of each replica
   int transfers = 0;
-  for (int rank = 0; rank < layout.world_size(); ++rank)
+  for (int rank = 0; rank < layout.group_count(); ++rank)
     for (const Action& a : s.ranks[rank]) {
       if (!is_p2p(a.kind)) continue;
       CAPTURE(rank, to_string(a));

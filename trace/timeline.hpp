@@ -51,7 +51,7 @@ struct RankSummary {
 };
 
 /// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per
-/// rank (index = rank).
+/// TP group (index = group; a rank when tp = 1; schedules/schedule.hpp's glossary).
 struct StepSummary {
   double step_time_s = 0;
   /// Standard deviation of the step time over the steps summarised (population; 0 for one step).

@@ -110,7 +110,7 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   double slowest = 0;
   for (int r = 0; r < l.pp; ++r) {
     slowest = std::max(slowest, work[r]);
-    e.peak_bytes[r] = peak_memory_bytes(proxy, proxy.layout.rank(0, r), cost);
+    e.peak_bytes[r] = peak_memory_bytes(proxy, proxy.layout.group(0, r), cost);
   }
   const double bubble_units = l.schedule == ScheduleKind::ZbH1 ? (l.pp - 1) / 3.0 : l.pp - 1;
   e.bubble_s = bubble_units * slowest / v;

@@ -100,7 +100,7 @@ void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
   {
     const int others_busy = std::max(0, scenario.cluster.ranks_per_device - tp.size);
     const BusyProcesses others(tp.rank == 0 ? others_busy : 0);
-    replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
+    replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
                    &collectives, device);
   }
   for (const auto& [action, cpu] : collectives.helper_cpu) {
@@ -124,7 +124,7 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
   const int microbatches = schedule.layout.microbatches;
   const int fewest = std::max(2, (options.repeats + microbatches - 1) / microbatches);
   double step_seconds = 0;  // one step of the rank's compute, timed alone
-  for (const sched::Action& a : schedule.ranks.at(schedule.layout.rank(0, p))) {
+  for (const sched::Action& a : schedule.ranks.at(schedule.layout.group(0, p))) {
     if (!sched::is_compute(a.kind) && a.kind != sched::ActionKind::OPTIM) continue;
     const StageSeconds& s = stages.at(a.stage);
     step_seconds += sched::of_kind(a.kind, s.forward, s.backward, s.input_backward,
@@ -160,7 +160,7 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
     const int steps = replay_steps(schedule, p, stages, options, tp);
     CollectiveTimes collectives;
     const ActionSeconds replayed =
-        replay_compute(scenario, cost, schedule, schedule.layout.rank(0, p), data, 1, steps, tp,
+        replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
                        &collectives, device);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
