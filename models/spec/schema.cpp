@@ -66,73 +66,57 @@ FieldSpec bind_enum(FieldSpec f, const NameTable<E, N>& table, Ms... ms) {
   return f;
 }
 
-FieldSpec section(std::string path, bool required, std::string meaning) {
+/// A key of `kind` with its meaning and the names other tools give it.
+FieldSpec field(std::string path, FieldKind kind, bool required, std::string meaning,
+                std::string megatron = "", std::string torchtitan = "") {
   FieldSpec f;
   f.path = std::move(path);
-  f.kind = FieldKind::Section;
+  f.kind = kind;
   f.required = required;
   f.meaning = std::move(meaning);
+  f.megatron = std::move(megatron);
+  f.torchtitan = std::move(torchtitan);
   return f;
+}
+
+FieldSpec section(std::string path, bool required, std::string meaning) {
+  return field(std::move(path), FieldKind::Section, required, std::move(meaning));
 }
 
 FieldSpec integer(std::string path, bool required, long long min, std::string meaning,
                   std::string megatron = "", std::string torchtitan = "") {
-  FieldSpec f;
-  f.path = std::move(path);
-  f.kind = FieldKind::Integer;
-  f.required = required;
+  FieldSpec f = field(std::move(path), FieldKind::Integer, required, std::move(meaning),
+                      std::move(megatron), std::move(torchtitan));
   f.min = min;
-  f.meaning = std::move(meaning);
-  f.megatron = std::move(megatron);
-  f.torchtitan = std::move(torchtitan);
   return f;
 }
 
 FieldSpec quantity(std::string path, bool required, Quantity q, bool positive, std::string meaning,
                    std::string megatron = "", std::string torchtitan = "") {
-  FieldSpec f;
-  f.path = std::move(path);
-  f.kind = FieldKind::Quantity;
-  f.required = required;
+  FieldSpec f = field(std::move(path), FieldKind::Quantity, required, std::move(meaning),
+                      std::move(megatron), std::move(torchtitan));
   f.quantity = q;
   f.positive = positive;
-  f.meaning = std::move(meaning);
-  f.megatron = std::move(megatron);
-  f.torchtitan = std::move(torchtitan);
   return f;
 }
 
 FieldSpec flag(std::string path, std::string meaning, std::string megatron = "",
                std::string torchtitan = "") {
-  FieldSpec f;
-  f.path = std::move(path);
-  f.kind = FieldKind::Boolean;
+  FieldSpec f = field(std::move(path), FieldKind::Boolean, false, std::move(meaning),
+                      std::move(megatron), std::move(torchtitan));
   f.choices = {"false", "true"};
-  f.meaning = std::move(meaning);
-  f.megatron = std::move(megatron);
-  f.torchtitan = std::move(torchtitan);
   return f;
 }
 
 FieldSpec choice(std::string path, bool required, std::string meaning, std::string megatron = "",
                  std::string torchtitan = "") {
-  FieldSpec f;
-  f.path = std::move(path);
-  f.kind = FieldKind::Choice;
-  f.required = required;
-  f.meaning = std::move(meaning);
-  f.megatron = std::move(megatron);
-  f.torchtitan = std::move(torchtitan);
-  return f;
+  return field(std::move(path), FieldKind::Choice, required, std::move(meaning),
+               std::move(megatron), std::move(torchtitan));
 }
 
 FieldSpec text(std::string path, bool required, bool allow_empty, std::string meaning) {
-  FieldSpec f;
-  f.path = std::move(path);
-  f.kind = FieldKind::Text;
-  f.required = required;
+  FieldSpec f = field(std::move(path), FieldKind::Text, required, std::move(meaning));
   f.allow_empty = allow_empty;
-  f.meaning = std::move(meaning);
   return f;
 }
 
@@ -238,13 +222,12 @@ std::vector<FieldSpec> make_fields() {
                                "the weights"),
                         sched::kDpSyncNames, &S::layout, &L::dp_sync));
   {
-    FieldSpec stage_layers;
-    stage_layers.path = "layout.stage_layers";
-    stage_layers.kind = FieldKind::IntList;
+    FieldSpec stage_layers = field(
+        "layout.stage_layers", FieldKind::IntList, false,
+        "layers per stage, pp · virtual_stages entries summing to n_layers; absent = equal split",
+        "", "parallelism.pipeline_parallel_split_points (as split points)");
     stage_layers.min = 1;
-    stage_layers.meaning =
-        "layers per stage, pp · virtual_stages entries summing to n_layers; absent = equal split";
-    stage_layers.torchtitan = "parallelism.pipeline_parallel_split_points (as split points)";
+    stage_layers.default_note = "equal split: n_layers / (pp · virtual_stages) each";
     f.push_back(bind(stage_layers, &S::layout, &L::stage_layers));
   }
   f.push_back(bind(flag("layout.sequence_parallel",
@@ -270,11 +253,12 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(flag("layout.overlap_grad_reduce",
                         "reduce gradient buckets while the backward runs", "--overlap-grad-reduce"),
                    &S::layout, &L::overlap_grad_reduce));
-  f.push_back(bind(quantity("layout.bucket_size", false, Quantity::Bytes, true,
-                            "bytes per gradient bucket; absent = Megatron-LM's default, "
-                            "max(4e7, 1e6·dp) parameters",
-                            "--ddp-bucket-size (in parameters)"),
-                   &S::layout, &L::bucket_size));
+  {
+    FieldSpec bucket = quantity("layout.bucket_size", false, Quantity::Bytes, true,
+                                "bytes per gradient bucket", "--ddp-bucket-size (in parameters)");
+    bucket.default_note = "Megatron-LM's: max(4e7, 1e6·dp) parameters";
+    f.push_back(bind(bucket, &S::layout, &L::bucket_size));
+  }
   f.push_back(bind(flag("layout.overlap_param_gather",
                         "prefetch ZeRO parameter all-gathers under compute; needs zero > 0",
                         "--overlap-param-gather"),

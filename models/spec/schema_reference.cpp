@@ -15,23 +15,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-/// The unit family of a quantity, as the reference names it.
-std::string unit_text(Quantity q) {
-  switch (q) {
-    case Quantity::Bandwidth:
-      return "bytes/s, e.g. 25GB/s, 200Gb/s";
-    case Quantity::Latency:
-      return "seconds, e.g. 20us, 1.5ms";
-    case Quantity::Bytes:
-      return "bytes, e.g. 24GiB, 512MB";
-    case Quantity::FlopRate:
-      return "FLOP/s, e.g. 100GFLOP/s";
-    case Quantity::Count:
-      break;
-  }
-  return "a number";
-}
-
 /// The kind of a key with its unit and range, e.g. "integer >= 1", "bytes/s ... > 0".
 std::string kind_text(const FieldSpec& f) {
   switch (f.kind) {
@@ -43,7 +26,7 @@ std::string kind_text(const FieldSpec& f) {
       return text;
     }
     case FieldKind::Quantity: {
-      std::string text = unit_text(f.quantity) + (f.positive ? "; > 0" : "; >= 0");
+      std::string text = quantity_description(f.quantity) + (f.positive ? "; > 0" : "; >= 0");
       if (f.quantity_max > 0) text += fmt::format(", <= {}", f.quantity_max);
       return text;
     }
