@@ -22,22 +22,11 @@ KEYS = ("tp", "pp", "dp", "micro_batch_size", "microbatches", "schedule", "virtu
 
 
 def published_layout(path):
-    """The layout keys of the scenario, as plan.csv writes them."""
-    layout = {"tp": "1", "pp": "1", "dp": "1", "micro_batch_size": "1", "microbatches": "1",
-              "schedule": "1f1b", "virtual_stages": "1"}
-    section = None
-    with open(path) as f:
-        for line in f:
-            if not line.startswith(" ") and line.strip().endswith(":"):
-                section = line.strip()[:-1]
-            stripped = line.split("#")[0].strip()
-            if section == "layout" and ":" in stripped:
-                key, value = (part.strip() for part in stripped.split(":", 1))
-                if key in layout:
-                    layout[key] = value
-    if layout["schedule"] != "interleaved-1f1b":
-        layout["virtual_stages"] = "1"
-    return layout
+    """The layout keys of the scenario as dtwin loads it (`dtwin keys --resolved`), as plan.csv
+    writes them."""
+    resolved = json.loads(subprocess.run([DTWIN, "keys", "--resolved", path], check=True,
+                                         capture_output=True, text=True).stdout)
+    return {key: str(resolved["layout"][key]) for key in KEYS}
 
 
 def simulated_step(path):
