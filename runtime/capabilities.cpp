@@ -44,10 +44,13 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
   return violations;
 }
 
-void check_runtime_supports(const Scenario& scenario) {
+namespace {
+
+/// Throws UserError "SOURCE: KEY: expected ..." for the first of `violations`, then checks that
+/// runtime.device cuda has a GPU to run on.
+void refuse(const Scenario& scenario, const std::vector<Violation>& violations) {
   const std::string where = scenario.source + ": ";
-  for (const Violation& v : runtime_violations(scenario))
-    throw UserError(where + v.message(scenario));
+  if (!violations.empty()) throw UserError(where + violations.front().message(scenario));
   if (scenario.runtime.device == RuntimeDevice::Cuda) {
     try {
       gpu_of_local_rank(scenario.runtime.backend, 0, 1, visible_gpus());
@@ -57,10 +60,14 @@ void check_runtime_supports(const Scenario& scenario) {
   }
 }
 
+}  // namespace
+
+void check_runtime_supports(const Scenario& scenario) {
+  refuse(scenario, runtime_violations(scenario));
+}
+
 void check_runtime_supports(const Scenario& scenario, const sched::Schedule& schedule) {
-  for (const Violation& v : runtime_violations(scenario, &schedule))
-    throw UserError(scenario.source + ": " + v.message(scenario));
-  check_runtime_supports(scenario);
+  refuse(scenario, runtime_violations(scenario, &schedule));
 }
 
 }  // namespace dtwin::rt

@@ -27,13 +27,6 @@ Field entry(const Field& map, const YAML::Node& key, const YAML::Node& value) {
   return Field{value, join(map.path, key.Scalar()), value.IsNull() ? key.Mark() : value.Mark()};
 }
 
-/// "a FLOP rate > 0" (or ">= 0") from "a FLOP rate such as ...": the bound on a quantity.
-std::string positive_noun(Quantity kind, bool positive) {
-  std::string noun = quantity_description(kind);
-  noun = noun.substr(0, noun.find(" such as"));
-  return noun + (positive ? " > 0" : " >= 0");
-}
-
 }  // namespace
 
 const Override* Origin::override_of(const std::string& path) const {
@@ -131,7 +124,7 @@ double to_quantity(const Origin& origin, const Field& field, Quantity kind, bool
     expected(origin, field, quantity_description(kind));
   }
   if (positive ? !(value > 0) : !(value >= 0)) {
-    expected(origin, field, positive_noun(kind, positive));
+    expected(origin, field, quantity_bound(kind, positive));
   }
   return value;
 }
@@ -229,15 +222,6 @@ double Section::quantity(const std::string& key, Quantity kind, bool positive) c
 
 void Section::quantity(const std::string& key, Quantity kind, bool positive, double& out) const {
   if (auto f = find(key)) out = to_quantity(*origin_, *f, kind, positive);
-}
-
-std::string Section::choice(const std::string& key, const std::vector<std::string>& options) const {
-  return to_choice(*origin_, get(key), options);
-}
-
-void Section::choice(const std::string& key, const std::vector<std::string>& options,
-                     std::string& out) const {
-  if (auto f = find(key)) out = to_choice(*origin_, *f, options);
 }
 
 void Section::boolean(const std::string& key, bool& out) const {

@@ -10,7 +10,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "base/name_table.hpp"
 #include "models/spec/units.hpp"
 
 namespace dtwin::detail {
@@ -97,19 +96,6 @@ class Section {
   void integer(const std::string& key, int min, int& out) const;
   double quantity(const std::string& key, Quantity kind, bool positive) const;
   void quantity(const std::string& key, Quantity kind, bool positive, double& out) const;
-  std::string choice(const std::string& key, const std::vector<std::string>& options) const;
-  void choice(const std::string& key, const std::vector<std::string>& options,
-              std::string& out) const;
-  /// The value of the enum E that the key names in `table`; an unknown name throws "expected
-  /// one of NAMES, got 'VALUE'" (NAMES in table order).
-  template <typename E, std::size_t N>
-  E choice(const std::string& key, const NameTable<E, N>& table) const {
-    return *table.parse(choice(key, table.names()));
-  }
-  template <typename E, std::size_t N>
-  void choice(const std::string& key, const NameTable<E, N>& table, E& out) const {
-    if (find(key)) out = choice(key, table);
-  }
   /// An optional `true` or `false` (exactly those words); absent leaves `out` alone.
   void boolean(const std::string& key, bool& out) const;
   /// A scalar as text; `allow_empty` = false demands a non-empty string.

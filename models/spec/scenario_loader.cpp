@@ -77,12 +77,7 @@ FieldValue read_value(const Origin& origin, const Field& node, const FieldSpec& 
       break;
     }
     case FieldKind::Quantity:
-      if (!node.node.IsScalar()) expected(origin, node, expected_text(field));
-      try {
-        value = parse_quantity(node.node.Scalar(), field.quantity);
-      } catch (const UserError&) {
-        expected(origin, node, expected_text(field));
-      }
+      value = detail::to_quantity(origin, node, field.quantity, field.positive);
       break;
     case FieldKind::Boolean:
       value = detail::to_choice(origin, node, field.choices) == "true";

@@ -120,6 +120,18 @@ FieldSpec text(std::string path, bool required, bool allow_empty, std::string me
   return f;
 }
 
+/// `f` with its default said in words, where it is not a fixed value.
+FieldSpec noted(FieldSpec f, std::string default_note) {
+  f.default_note = std::move(default_note);
+  return f;
+}
+
+/// `f`, required unless the key `other` is given, which then supplies `f` as `note` says.
+FieldSpec unless(FieldSpec f, std::string other, std::string note) {
+  f.required_unless = std::move(other);
+  return noted(std::move(f), std::move(note));
+}
+
 FieldSpec with_max(FieldSpec f, long long max, std::string what) {
   f.max = max;
   f.what = std::move(what);
@@ -222,12 +234,12 @@ std::vector<FieldSpec> make_fields() {
                                "the weights"),
                         sched::kDpSyncNames, &S::layout, &L::dp_sync));
   {
-    FieldSpec stage_layers = field(
-        "layout.stage_layers", FieldKind::IntList, false,
-        "layers per stage, pp · virtual_stages entries summing to n_layers; absent = equal split",
-        "", "parallelism.pipeline_parallel_split_points (as split points)");
+    FieldSpec stage_layers =
+        noted(field("layout.stage_layers", FieldKind::IntList, false,
+                    "layers per stage, pp · virtual_stages entries summing to n_layers", "",
+                    "parallelism.pipeline_parallel_split_points (as split points)"),
+              "equal split: n_layers / (pp · virtual_stages) each");
     stage_layers.min = 1;
-    stage_layers.default_note = "equal split: n_layers / (pp · virtual_stages) each";
     f.push_back(bind(stage_layers, &S::layout, &L::stage_layers));
   }
   f.push_back(bind(flag("layout.sequence_parallel",
@@ -253,12 +265,10 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(flag("layout.overlap_grad_reduce",
                         "reduce gradient buckets while the backward runs", "--overlap-grad-reduce"),
                    &S::layout, &L::overlap_grad_reduce));
-  {
-    FieldSpec bucket = quantity("layout.bucket_size", false, Quantity::Bytes, true,
-                                "bytes per gradient bucket", "--ddp-bucket-size (in parameters)");
-    bucket.default_note = "Megatron-LM's: max(4e7, 1e6·dp) parameters";
-    f.push_back(bind(bucket, &S::layout, &L::bucket_size));
-  }
+  f.push_back(bind(noted(quantity("layout.bucket_size", false, Quantity::Bytes, true,
+                                  "bytes per gradient bucket", "--ddp-bucket-size (in parameters)"),
+                         "Megatron-LM's: max(4e7, 1e6·dp) parameters"),
+                   &S::layout, &L::bucket_size));
   f.push_back(bind(flag("layout.overlap_param_gather",
                         "prefetch ZeRO parameter all-gathers under compute; needs zero > 0",
                         "--overlap-param-gather"),
@@ -313,33 +323,25 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(section("cluster.device", true, "one device"));
   f.push_back(bind_enum(choice("cluster.device.kind", false, "what the simulated hosts stand for"),
                         kDeviceKindNames, &S::cluster, &C::device, &D::kind));
-  {
-    FieldSpec model = text("cluster.device.model", false, false,
-                           "device description: a name of models/devices/ (a100-80gb-sxm, "
-                           "h100-sxm) or a path to such a file; times compute by kernels");
-    model.default_note = "none: compute is FLOPs / (peak_flops · efficiency)";
-    f.push_back(bind(model, &S::cluster, &C::device, &D::model));
-  }
-  {
-    FieldSpec peak = quantity("cluster.device.peak_flops", true, Quantity::FlopRate, true,
-                              "FLOP/s at the training precision");
-    peak.required_unless = "cluster.device.model";
-    peak.default_note = "the device description's peak at training.precision";
-    f.push_back(bind(peak, &S::cluster, &C::device, &D::peak_flops));
-  }
+  f.push_back(bind(noted(text("cluster.device.model", false, false,
+                              "device description: a name of models/devices/ (a100-80gb-sxm, "
+                              "h100-sxm) or a path to such a file; times compute by kernels"),
+                         "none: compute is FLOPs / (peak_flops · efficiency)"),
+                   &S::cluster, &C::device, &D::model));
+  f.push_back(bind(unless(quantity("cluster.device.peak_flops", true, Quantity::FlopRate, true,
+                                   "FLOP/s at the training precision"),
+                          "cluster.device.model", "its peak at training.precision"),
+                   &S::cluster, &C::device, &D::peak_flops));
   f.push_back(
       bind(with_quantity_max(quantity("cluster.device.efficiency", false, Quantity::Count, true,
                                       "fraction of peak a forward/backward reaches "
                                       "(without a device description)"),
                              1, "a fraction in (0, 1]"),
            &S::cluster, &C::device, &D::efficiency));
-  {
-    FieldSpec memory =
-        quantity("cluster.device.memory", true, Quantity::Bytes, true, "bytes of device memory");
-    memory.required_unless = "cluster.device.model";
-    memory.default_note = "the device description's memory";
-    f.push_back(bind(memory, &S::cluster, &C::device, &D::memory));
-  }
+  f.push_back(bind(unless(quantity("cluster.device.memory", true, Quantity::Bytes, true,
+                                   "bytes of device memory"),
+                          "cluster.device.model", "its memory"),
+                   &S::cluster, &C::device, &D::memory));
   f.push_back(bind(integer("cluster.device.cores", false, 1, "cores SimGrid gives the host"),
                    &S::cluster, &C::device, &D::cores));
   f.push_back(bind(text("cluster.device.profile", false, true,
@@ -372,13 +374,6 @@ std::vector<FieldSpec> make_fields() {
                            "intra-op threads per rank; 0 = the rank's share of the cores"),
                    &S::runtime, &R::threads));
   return f;
-}
-
-/// "a bandwidth > 0" (or ">= 0") from "a bandwidth such as ...": the bound on a quantity.
-std::string quantity_bound(Quantity kind, bool positive) {
-  std::string noun = quantity_description(kind);
-  noun = noun.substr(0, noun.find(" such as"));
-  return noun + (positive ? " > 0" : " >= 0");
 }
 
 }  // namespace

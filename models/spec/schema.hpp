@@ -41,20 +41,21 @@ struct FieldSpec {
   /// For a key required unless another key is given: that key's path ("" = none).
   std::string required_unless;
   Quantity quantity = Quantity::Count;  ///< Quantity: the unit family
-  /// Integer and IntList: the smallest value; Quantity: 0 = "> 0", 1 = ">= 0" (see `positive`).
-  long long min = 0;
-  long long max = 0;                 ///< Integer: the largest value (0 = INT_MAX)
-  bool positive = true;              ///< Quantity: > 0 (true) or >= 0 (false)
-  double quantity_max = 0;           ///< Quantity: the largest value, inclusive (0 = none)
-  std::vector<std::string> choices;  ///< Choice: the names, in the order messages list them
-  bool allow_empty = false;          ///< Text: whether "" is a value
+  long long min = 0;                    ///< Integer and IntList: the smallest value
+  long long max = 0;                    ///< Integer: the largest value (0 = INT_MAX)
+  bool positive = true;                 ///< Quantity: > 0 (true) or >= 0 (false)
+  double quantity_max = 0;              ///< Quantity: the largest value, inclusive (0 = none)
+  std::vector<std::string> choices;     ///< Choice: the names, in the order messages list them
+  bool allow_empty = false;             ///< Text: whether "" is a value
   /// What a valid value is, as the error says it ("expected WHAT, got ..."), where the kind's
   /// wording ("a positive integer", "a bandwidth > 0", ...) would not say the range.
   std::string what;
-  std::string meaning;       ///< one line: what the key sets, with its unit
-  std::string default_note;  ///< the default where it is not a fixed value ("" = from Scenario{})
-  std::string megatron;      ///< the Megatron-LM argument that sets the same thing, if any
-  std::string torchtitan;    ///< the torchtitan TOML key that sets the same thing, if any
+  std::string meaning;  ///< one line: what the key sets, with its unit
+  /// The default where it is not a fixed value ("" = from Scenario{}); with required_unless,
+  /// what the other key supplies.
+  std::string default_note;
+  std::string megatron;    ///< the Megatron-LM argument that sets the same thing, if any
+  std::string torchtitan;  ///< the torchtitan TOML key that sets the same thing, if any
   /// The key's value in a scenario (not for sections).
   std::function<FieldValue(const Scenario&)> get;
   /// Stores a value of the key's kind in a scenario (not for sections).
@@ -66,7 +67,7 @@ struct FieldSpec {
   std::string name() const;
 };
 
-/// Every key of the scenario format, sections first within each section, in the order the
+/// Every key of the scenario format, each section before the keys inside it, in the order the
 /// format lists them (and error messages list a section's keys).
 const std::vector<FieldSpec>& scenario_fields();
 

@@ -42,7 +42,8 @@ std::string kind_text(const FieldSpec& f) {
 }
 
 std::string default_text(const FieldSpec& f) {
-  if (!f.required_unless.empty()) return "required unless " + f.required_unless + " is given";
+  if (!f.required_unless.empty())
+    return "required unless " + f.required_unless + " is given (then " + f.default_note + ")";
   if (f.required) return "required";
   if (!f.default_note.empty()) return f.default_note;
   if (f.kind == FieldKind::Section) return "optional";

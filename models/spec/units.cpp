@@ -59,6 +59,12 @@ const UnitTable& units_of(Quantity kind) {
 
 }  // namespace
 
+std::string quantity_bound(Quantity kind, bool positive) {
+  std::string noun = quantity_description(kind);
+  noun = noun.substr(0, noun.find(" such as"));
+  return noun + (positive ? " > 0" : " >= 0");
+}
+
 std::vector<std::string> unit_names(Quantity kind) {
   std::vector<std::string> names;
   for (const auto& unit : units_of(kind)) names.push_back(unit.first);

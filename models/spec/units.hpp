@@ -25,6 +25,9 @@ enum class Quantity {
 /// garbage, or a value that is not finite. The sign is not checked: callers check ranges.
 double parse_quantity(const std::string& text, Quantity kind);
 
+/// The bound on a quantity as messages say it: "a FLOP rate > 0" (`positive`) or "... >= 0".
+std::string quantity_bound(Quantity kind, bool positive);
+
 /// The unit suffixes parse_quantity accepts for `kind` (none for Count), e.g. "GB/s", "Gbps".
 std::vector<std::string> unit_names(Quantity kind);
 
