@@ -112,8 +112,8 @@ std::optional<double> known_seconds(const World& world, const Action& a) {
     return of_kind(a.kind, s.forward, s.backward, s.input_backward, s.weight_backward, s.optimizer);
   }
   if (const auto& k = world.cost.stage(a.stage).kernel)
-    return of_kind(a.kind, k->forward, k->input_backward + k->weight_backward, k->input_backward,
-                   k->weight_backward, k->optimizer);
+    return of_kind(a.kind, k->forward, k->backward, k->input_backward, k->weight_backward,
+                   k->optimizer);
   return std::nullopt;
 }
 

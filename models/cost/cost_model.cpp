@@ -1,5 +1,6 @@
 #include "models/cost/cost_model.hpp"
 
+#include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
 #include "models/cost/parallel_memory.hpp"
 
@@ -134,12 +135,13 @@ PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario
 
 /// KernelSeconds of stage `c` from its layers' `layer` seconds (see the class comment).
 KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
-                                   const PassSeconds& layer, const StageCost& c) {
+                                   const PassSeconds& layer, const StageCost& c,
+                                   double tp_collective_s) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   const Precision precision = scenario.training.precision;
   const double L = c.num_layers;
-  KernelSeconds k{L * layer.forward, L * layer.input_backward, L * layer.weight_backward, 0};
+  KernelSeconds k{L * layer.forward, L * layer.input_backward, L * layer.weight_backward, 0, 0};
   const auto add = [&k](const PassSeconds& p) {
     k.forward += p.forward;
     k.input_backward += p.input_backward;
@@ -147,6 +149,14 @@ KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenar
   };
   if (c.has_embedding) add(embedding_seconds(device, m, l, precision));
   if (c.has_head) add(head_seconds(device, m, l, precision));
+  k.backward = k.input_backward + k.weight_backward;
+  if (c.num_layers > 0) {
+    const HostStall stall = layer_host_stall(device, scenario, c.num_layers, tp_collective_s);
+    k.forward += stall.forward;
+    k.input_backward += stall.input_backward;
+    k.weight_backward += stall.weight_backward;
+    k.backward += stall.backward;
+  }
   k.optimizer = optimizer_seconds(device, optimizer_shard(l, c.params));
   return k;
 }
@@ -278,7 +288,8 @@ CostModel::CostModel(const Scenario& scenario)
                    : std::max({L > 0 ? std::max(d, double(model_.ffn_hidden)) * d / t : 0.0,
                                c.has_embedding || c.has_head ? V * d / t : 0.0});
     c.optimizer_workspace_bytes = 2 * kMasterBytesPerParam * largest_tensor;
-    if (device) c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c);
+    if (device)
+      c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c, layer_tp_forward / 2);
     add_offload_transfers(scenario, bpe, grad_bytes_per_element_, c);
     stages_.push_back(c);
   }

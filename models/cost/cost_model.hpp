@@ -36,12 +36,16 @@
 namespace dtwin {
 
 /// Seconds per microbatch on one GPU from the kernel-level compute model
-/// (models/cost/layer_ops.hpp), recomputation included in input_backward; optimizer is one step
-/// over the GPU's shard.
+/// (models/cost/layer_ops.hpp), recomputation included in input_backward, and the seconds the
+/// GPU waits for its host thread in each pass (models/cost/layer_host_stall.hpp); optimizer is
+/// one step over the GPU's shard.
 struct KernelSeconds {
   double forward = 0;
   double input_backward = 0;
   double weight_backward = 0;
+  /// B, I and W in one pass: their kernels' seconds and the stall of the interleaved pass (at
+  /// most input_backward + weight_backward).
+  double backward = 0;
   double optimizer = 0;
 };
 
@@ -124,7 +128,9 @@ struct StageCost : StageLayers {
 /// of its operators' times (layer_seconds · layers, embedding_seconds on the first stage,
 /// head_seconds on the last), with full recomputation adding the layers' forward to I and
 /// selective recomputation their attention cores; the optimizer step is optimizer_seconds over
-/// params / tp, divided by dp under ZeRO (each GPU updates its shard).
+/// params / tp, divided by dp under ZeRO (each GPU updates its shard). Each pass adds the
+/// layers' host stall (layer_host_stall, with the layer's per-collective tensor-parallel
+/// seconds): the time the GPU waits while the host issues kernels shorter than their issue.
 ///
 /// Offload (layout.offload, over cluster.device.host_link; ZeRO-Offload, Ren et al. 2021): the
 /// optimizer step leaves the GPU (its FLOPs and seconds become 0) and OPTIM moves the GPU's

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/cost/host_ops.hpp"
+
 namespace dtwin {
 namespace {
 
@@ -11,6 +13,7 @@ struct Step {
   Op forward;
   double input_backward_bytes = 0;   ///< MemoryBound: its kernel in I (none if 0)
   double weight_backward_bytes = 0;  ///< MemoryBound: its kernel in W (none if 0)
+  int backward_host_ops = 0;         ///< framework operators of its backward (host_ops.hpp)
 };
 
 Step gemm(const std::string& name, double m, double n, double k) {
@@ -54,18 +57,24 @@ std::vector<Op> ops_of(const std::vector<Step>& steps, Pass pass) {
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     const Op& f = it->forward;
     const bool input = pass == Pass::InputBackward;
+    const int host = it->backward_host_ops;
     if (f.kind == OpKind::Gemm) {
       // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
       ops.push_back(input ? gemm(f.name + " dgrad", f.m, f.k, f.n).forward
                           : gemm(f.name + " wgrad", f.k, f.n, f.m).forward);
+      ops.back().host_ops = input ? host - host / 2 : host / 2;
     } else if (f.kind == OpKind::Attention && input) {
       AttentionCore core = f.attention;
       core.backward = true;
       ops.push_back(attention("attention backward", core).forward);
+      ops.back().host_ops = host;
     } else if (f.kind == OpKind::MemoryBound) {
       const double bytes = input ? it->input_backward_bytes : it->weight_backward_bytes;
       const std::string name = f.name + (input ? " backward" : " wgrad");
-      if (bytes > 0) ops.push_back(memory(name, bytes, 0).forward);
+      if (bytes > 0) {
+        ops.push_back(memory(name, bytes, 0).forward);
+        ops.back().host_ops = input ? host : 0;
+      }
     }
   }
   return ops;
@@ -131,6 +140,12 @@ std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
     steps.push_back(gemm("mlp_fc2", x.T, x.d, x.f / x.tp));
   }
   steps.push_back(residual("mlp_residual"));
+  for (Step& step : steps) {
+    const HostOps host = layer_host_ops(model.family, model.attention, step.forward.name);
+    step.forward.host_ops = host.forward;
+    step.forward.host_ops_no_grad = host.forward_no_grad;
+    step.backward_host_ops = host.backward;
+  }
   return steps;
 }
 

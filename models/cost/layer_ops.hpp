@@ -67,6 +67,11 @@ struct Op {
   AttentionCore attention;     ///< Attention: the core it computes
   double flops = 0;            ///< Gemm (2·m·n·k) and Attention (attention_flops); else 0
   double bytes = 0;            ///< MemoryBound: bytes read and written (see the file comment)
+  /// Framework operators the host dispatches for it in its pass (models/cost/host_ops.hpp; a
+  /// layer operator's backward count split evenly between its dgrad and wgrad GEMMs); 0 for the
+  /// embedding's and the head's operators, which are not counted.
+  int host_ops = 0;
+  int host_ops_no_grad = 0;  ///< Forward: the same under torch.no_grad
 };
 
 /// Seconds per microbatch of each pass.

@@ -38,8 +38,7 @@ struct StageSeconds {
 StageSeconds stage_seconds(const Scenario& scenario, const StageCost& c) {
   StageSeconds t;
   if (c.kernel) {
-    t = {c.kernel->forward, c.kernel->input_backward + c.kernel->weight_backward,
-         c.kernel->optimizer};
+    t = {c.kernel->forward, c.kernel->backward, c.kernel->optimizer};
   } else {
     t = {flop_seconds(scenario, c.forward_flops),
          flop_seconds(scenario, c.input_backward_flops + c.weight_backward_flops),

@@ -73,11 +73,12 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   const std::string path = device_file(name_or_path, relative_to);
   const YAML::Node doc = detail::load_yaml_file(path, "device");
   const Origin origin(path, {}, "device");
-  const Section root(origin, Field{doc, "", doc.Mark()},
-                     {"name", "bf16_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory",
-                      "gemm_tile", "gemm_efficiency", "attention_forward_efficiency",
-                      "attention_backward_efficiency", "memory_efficiency", "kernel_overhead",
-                      "overlap_slowdown", "reserved_memory", "allocator_fragmentation"});
+  const Section root(
+      origin, Field{doc, "", doc.Mark()},
+      {"name", "bf16_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory", "gemm_tile",
+       "gemm_efficiency", "attention_forward_efficiency", "attention_backward_efficiency",
+       "memory_efficiency", "kernel_overhead", "host_op_overhead", "host_op_overhead_no_grad",
+       "overlap_slowdown", "reserved_memory", "allocator_fragmentation"});
   DeviceDescription d;
   d.source = path;
   d.name = root.text("name", false);
@@ -94,6 +95,8 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   d.attention_backward_efficiency = fraction(root, "attention_backward_efficiency");
   d.memory_efficiency = fraction(root, "memory_efficiency");
   d.kernel_overhead = root.quantity("kernel_overhead", Quantity::Latency, false);
+  d.host_op_overhead = root.quantity("host_op_overhead", Quantity::Latency, false);
+  d.host_op_overhead_no_grad = root.quantity("host_op_overhead_no_grad", Quantity::Latency, false);
   d.overlap_slowdown = root.quantity("overlap_slowdown", Quantity::Count, true);
   if (d.overlap_slowdown < 1) expected(origin, root.get("overlap_slowdown"), "a factor >= 1");
   d.reserved_memory = root.quantity("reserved_memory", Quantity::Bytes, false);
@@ -125,6 +128,9 @@ void save_device_description(const DeviceDescription& device, const std::string&
       << number(device.attention_backward_efficiency);
   out << YAML::Key << "memory_efficiency" << YAML::Value << number(device.memory_efficiency);
   out << YAML::Key << "kernel_overhead" << YAML::Value << number(device.kernel_overhead);
+  out << YAML::Key << "host_op_overhead" << YAML::Value << number(device.host_op_overhead);
+  out << YAML::Key << "host_op_overhead_no_grad" << YAML::Value
+      << number(device.host_op_overhead_no_grad);
   out << YAML::Key << "overlap_slowdown" << YAML::Value << number(device.overlap_slowdown);
   out << YAML::Key << "reserved_memory" << YAML::Value << number(device.reserved_memory);
   out << YAML::Key << "allocator_fragmentation" << YAML::Value

@@ -18,6 +18,8 @@
 //   attention_backward_efficiency: 0.3
 //   memory_efficiency: 0.85
 //   kernel_overhead: 5us
+//   host_op_overhead: 4us         # host seconds per framework operator (autograd recording)
+//   host_op_overhead_no_grad: 3us # the same without autograd
 //   overlap_slowdown: 1.05        # >= 1
 //   reserved_memory: 723MiB       # held outside the tensors, per process
 //   allocator_fragmentation: 0.08 # in [0, 1)
@@ -51,6 +53,12 @@ struct DeviceDescription {
   /// Fraction of memory_bandwidth that streaming (element-wise, reduction) kernels reach.
   double memory_efficiency = 0;
   double kernel_overhead = 0;  ///< seconds each kernel adds: launch, ramp-up and tail
+  /// Seconds the host thread spends per framework operator it dispatches (the Python call,
+  /// PyTorch's dispatcher and autograd recording, the kernel launch) in a forward that autograd
+  /// records and in the backward (models/cost/host_ops.hpp counts the operators).
+  double host_op_overhead = 0;
+  /// The same in a forward that autograd does not record (full recomputation's first forward).
+  double host_op_overhead_no_grad = 0;
   /// Factor (>= 1) by which compute stretches while communication kernels run beside it (they
   /// take SMs and memory bandwidth).
   double overlap_slowdown = 1;
