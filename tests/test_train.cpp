@@ -114,9 +114,9 @@ void check_equal(const std::vector<double>& losses) {
 
 }  // namespace
 
-TEST_CASE("pipeline schedules train the single-rank model: pp=3 GPipe, 1F1B, ZB-H1") {
+TEST_CASE("pipeline schedules train the single-rank model: pp=3 GPipe, 1F1B, ZB-H1, ZB-1p, ZB-2p") {
   REQUIRE(single_rank_losses().size() == 3);
-  for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
+  for (const char* schedule : {"gpipe", "1f1b", "zb-h1", "zb-1p", "zb-2p"}) {
     CAPTURE(schedule);
     check_equal(train(std::string("pp3-") + schedule, layout_args(1, 3, 4, schedule)));
   }
