@@ -13,11 +13,13 @@ struct Generator {
   bool interleaved;  ///< accepts virtual_stages > 1 and needs m to be a multiple of pp
 };
 
-constexpr std::array<Generator, 4> kGenerators{{
+constexpr std::array<Generator, 6> kGenerators{{
     {ScheduleKind::GPipe, gpipe, false},
     {ScheduleKind::OneFOneB, one_f_one_b, false},
     {ScheduleKind::Interleaved1F1B, interleaved_1f1b, true},
     {ScheduleKind::ZbH1, zb_h1, false},
+    {ScheduleKind::Zb1p, zb_1p, false},
+    {ScheduleKind::Zb2p, zb_2p, false},
 }};
 
 void check_layout(const Generator& generator, const Layout& layout) {

@@ -26,6 +26,31 @@ std::vector<ActionList> interleaved_1f1b(const Layout& layout);
 /// microbatches of activations in flight, as 1F1B does on rank 0.
 std::vector<ActionList> zb_h1(const Layout& layout);
 
+/// Pass durations for zb_greedy, in any one unit; all positive.
+struct PassTimes {
+  double f = 1;     ///< forward
+  double i = 1;     ///< input gradient (the paper's B)
+  double w = 1;     ///< weight gradient
+  double comm = 0;  ///< one activation or gradient transfer between neighbouring ranks
+};
+
+/// The greedy scheduler of Qi et al. 2024 ("Zero Bubble Pipeline Parallelism", §3.1, without
+/// its ILP refinement), run as a list scheduler over simulated time: a free rank runs an I whose
+/// gradient has arrived or an F whose input has (both ready: alternating, as 1F1B), so the
+/// warm-up does as many F as the memory allows before the first I; otherwise it runs a W if the
+/// gap before its next F or I fits one, or if idling would make its idle time the pipeline's
+/// largest, else it waits. F, I and W each run in microbatch order. At most `memory_limit`
+/// microbatches are in flight (F run, W not yet) on any rank; a W frees one.
+std::vector<ActionList> zb_greedy(const Layout& layout, int memory_limit, const PassTimes& times);
+
+/// ZB-1p (Qi et al. 2024 §3–4): zb_greedy under 1F1B's peak activation memory, pp microbatches,
+/// with unit times (F = I = W = 1, communication 0: the dry run's, and the paper's T_F = T_B =
+/// T_W of §2).
+std::vector<ActionList> zb_1p(const Layout& layout);
+
+/// ZB-2p (Qi et al. 2024 §3–4): zb_greedy with twice that memory, 2·pp microbatches, unit times.
+std::vector<ActionList> zb_2p(const Layout& layout);
+
 /// Runs the generator of `kind` and replicates its pipeline over the dp replicas; the schedule's
 /// name is the kind's name. Throws std::invalid_argument (a std::logic_error: the scenario loader
 /// refuses such layouts first) for a layout the generator cannot serve (non-positive sizes,

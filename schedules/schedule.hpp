@@ -45,13 +45,15 @@ inline constexpr NameTable<DpSync, 3> kDpSyncNames{{{
 }}};
 
 /// The schedule generators (see schedules/generators.hpp), as layout.schedule names them.
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1 };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1, Zb1p, Zb2p };
 
-inline constexpr NameTable<ScheduleKind, 4> kScheduleKindNames{{{
+inline constexpr NameTable<ScheduleKind, 6> kScheduleKindNames{{{
     {"gpipe", ScheduleKind::GPipe},
     {"1f1b", ScheduleKind::OneFOneB},
     {"interleaved-1f1b", ScheduleKind::Interleaved1F1B},
     {"zb-h1", ScheduleKind::ZbH1},
+    {"zb-1p", ScheduleKind::Zb1p},
+    {"zb-2p", ScheduleKind::Zb2p},
 }}};
 
 /// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. TP groups put the

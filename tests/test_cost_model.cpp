@@ -194,6 +194,25 @@ TEST_CASE("forward and backward FLOPs of the quickstart stages", "[cost]") {
   }
 }
 
+TEST_CASE("a stage of 0 layers costs its embedding or its head alone", "[cost]") {
+  // quickstart with stage_layers [0, 6, 0]: T = 256 tokens, d 288, V 4096, fp32
+  const CostModel m(quickstart({"layout.stage_layers=[0, 6, 0]"}));
+  const CostModel even(quickstart());
+  const double T = 256, d = 288, V = 4096;
+  const StageCost& embedding = m.stage(0);
+  CHECK(embedding.params == V * d);
+  CHECK(embedding.forward_flops == 0);  // the lookup is free
+  CHECK(embedding.input_backward_flops == 0);
+  CHECK(embedding.activation_bytes == T * d * 4);  // its output, kept for the embedding's backward
+  const StageCost& head = m.stage(2);
+  CHECK(head.params == d + V * d);  // final norm and head
+  CHECK(head.forward_flops == 2 * T * d * V);
+  CHECK(head.weight_backward_flops == 2 * T * d * V);
+  CHECK(head.tp_forward_collectives == 0);
+  CHECK(m.stage(1).forward_flops == 3 * even.stage(1).forward_flops);
+  CHECK(sum_params(m) == m.total_params());
+}
+
 TEST_CASE("summed stage FLOPs match the model FLOPs up to the norm parameters", "[cost]") {
   const CostModel m(quickstart());
   double flops = 0;

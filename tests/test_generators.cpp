@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -59,12 +60,17 @@ TEST_CASE("unit dry run: step counts of the closed forms") {
       CHECK(run.step_units == 3 * (m + pp - 1));
       CHECK(run.bubble_fraction() == Approx(double(pp - 1) / (m + pp - 1)));
     }
-    // ZB-H1 (Qi et al. 2024): a third of 1F1B's bubble, 3m + pp - 1 units.
-    const DryRun zb = dry_run(generate_named("zb-h1", layout_for("zb-h1", pp, m)));
+    // ZB-H1, ZB-1p, ZB-2p (Qi et al. 2024): a third of 1F1B's bubble, 3m + pp - 1 units, the
+    // least a step with a barrier can take: the last rank starts after pp - 1 forwards.
     const DryRun fb = dry_run(generate_named("1f1b", layout_for("1f1b", pp, m)));
-    CHECK_FALSE(zb.deadlocked);
-    CHECK(zb.step_units < fb.step_units);
-    CHECK(zb.step_units == 3 * m + pp - 1);
+    for (const char* name : {"zb-h1", "zb-1p", "zb-2p"}) {
+      CAPTURE(name);
+      const DryRun zb = dry_run(generate_named(name, layout_for(name, pp, m)));
+      CHECK_FALSE(zb.deadlocked);
+      CHECK(zb.step_units < fb.step_units);
+      CHECK(zb.step_units == 3 * m + pp - 1);
+      CHECK(zb.bubble_fraction() == Approx(double(pp - 1) / (3 * m + pp - 1)));
+    }
     // Interleaved 1F1B with v chunks: 3(v*m + pp - 1) chunk units (Narayanan et al. 2021 §2.2.2).
     if (m % pp == 0)
       for (int v : {2, 3}) {
@@ -92,17 +98,66 @@ TEST_CASE("generated schedules pass the validator, replicated over dp") {
   }
 }
 
-TEST_CASE("ZB-H1 keeps at most pp microbatches of activations in flight on every rank") {
-  const int pp = 4;
-  const Schedule schedule = generate_named("zb-h1", layout_for("zb-h1", pp, 12));
-  for (const ActionList& actions : schedule.ranks) {
-    int in_flight = 0, peak = 0;
-    for (const Action& a : actions) {
-      if (a.kind == ActionKind::F) peak = std::max(peak, ++in_flight);
-      if (a.kind == ActionKind::W) --in_flight;
-    }
-    CHECK(peak <= pp);
+namespace {
+
+/// The most microbatches a rank holds activations for: F run, W not yet.
+int peak_in_flight(const ActionList& actions) {
+  int in_flight = 0, peak = 0;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::F) peak = std::max(peak, ++in_flight);
+    if (a.kind == ActionKind::W) --in_flight;
   }
+  return peak;
+}
+
+/// The forwards a rank runs before its first I.
+int warmup_forwards(const ActionList& actions) {
+  const auto first_i = std::find_if(actions.begin(), actions.end(),
+                                    [](const Action& a) { return a.kind == ActionKind::I; });
+  return static_cast<int>(std::count_if(actions.begin(), first_i,
+                                        [](const Action& a) { return a.kind == ActionKind::F; }));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "zero-bubble schedules keep their memory limit: pp in flight (ZB-H1, ZB-1p), 2pp (ZB-2p)") {
+  const int pp = 4;
+  for (auto [name, limit] : {std::pair{"zb-h1", pp}, {"zb-1p", pp}, {"zb-2p", 2 * pp}}) {
+    const Schedule schedule = generate_named(name, layout_for(name, pp, 12));
+    CAPTURE(name);
+    CHECK(peak_in_flight(schedule.ranks[0]) == limit);
+    for (const ActionList& actions : schedule.ranks) CHECK(peak_in_flight(actions) <= limit);
+  }
+}
+
+TEST_CASE("ZB-1p and ZB-2p warm up with as many forwards as memory and the first I allow") {
+  // Under unit times the first input gradient reaches pipeline rank r after 2(pp - r) - 1
+  // forwards' time; ZB-2p fills it all, as ZB-H2 does (Qi et al. 2024 §2.2), ZB-1p up to pp.
+  for (auto [pp, m] : {std::pair{4, 12}, {3, 4}, {4, 3}}) {
+    for (auto [name, limit] : {std::pair{"zb-1p", pp}, {"zb-2p", 2 * pp}}) {
+      const Schedule schedule = generate_named(name, layout_for(name, pp, m));
+      for (int r = 0; r < pp; ++r) {
+        CAPTURE(name, pp, m, r);
+        CHECK(warmup_forwards(schedule.ranks[r]) == std::min({limit, 2 * (pp - r) - 1, m}));
+      }
+    }
+  }
+}
+
+TEST_CASE("the zero-bubble heuristic keeps any memory limit under any pass times") {
+  for (auto [pp, m] : {std::pair{4, 8}, {3, 7}, {5, 3}})
+    for (int limit : {1, 2, pp, 2 * pp})
+      for (const PassTimes& times :
+           {PassTimes{}, PassTimes{1, 1, 0.5, 0.25}, {1, 2, 1.5, 0}, PassTimes{2, 1, 0.3, 1}}) {
+        CAPTURE(pp, m, limit, times.f, times.i, times.w, times.comm);
+        const Layout layout = layout_for("zb-1p", pp, m);
+        const Schedule schedule =
+            replicate_pipeline("zb-1p", layout, zb_greedy(layout, limit, times));
+        CHECK_NOTHROW(validate(schedule, Expect::ComputeOnly));
+        CHECK_FALSE(dry_run(schedule).deadlocked);
+        for (const ActionList& actions : schedule.ranks) CHECK(peak_in_flight(actions) <= limit);
+      }
 }
 
 TEST_CASE("generate rejects layouts a schedule cannot serve") {

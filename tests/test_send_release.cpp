@@ -31,6 +31,8 @@ TEST_CASE("a send is released at a receive that the peer sent after taking the m
       {"interleaved-1f1b", {1, 4, 3, 8}},
       {"interleaved-1f1b", {2, 3, 2, 6}},
       {"zb-h1", {2, 4, 1, 8}},
+      {"zb-1p", {2, 4, 1, 8}},
+      {"zb-2p", {2, 4, 1, 8}},
   }));
   CAPTURE(name, layout.pp, layout.virtual_stages);
   const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));

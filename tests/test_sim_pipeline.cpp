@@ -182,6 +182,26 @@ TEST_CASE("ZB-H1 bubble: a third of 1F1B's, (pp-1)/(3m+pp-1) with F = I = W") {
   CHECK(bubble == Approx(double(pp - 1) / (3 * m + pp - 1)).epsilon(0.005));
 }
 
+TEST_CASE("stages of 0 layers simulate: the embedding's and the head's ranks wait on the layers") {
+  // pp 3 with the 6 layers on rank 1 (uniform profile replaced by the cost model's FLOPs): the
+  // step is the layer rank's 4 microbatches, plus what the other two add before and after it.
+  Scenario scenario = pipeline("zb-1p", 3, 4, 1);
+  scenario.model.n_layers = 6;
+  scenario.layout.stage_layers = {0, 6, 0};
+  const std::vector<double> busy = test::in_fresh_process([&] {
+    const CostModel cost(scenario);
+    const sim::SimResult result = sim::simulate(scenario, build_schedule(scenario), cost, {});
+    std::vector<double> compute;
+    for (const auto& rank : result.summary.ranks) compute.push_back(rank.compute_s);
+    compute.push_back(result.summary.step_time_s);
+    return compute;
+  });
+  REQUIRE(busy.size() == 4);
+  CHECK(busy[0] < 0.05 * busy[1]);  // an embedding lookup per microbatch
+  CHECK(busy[2] < busy[1]);         // the head alone
+  CHECK(busy[3] >= busy[1]);
+}
+
 TEST_CASE("activation memory follows the schedule: GPipe holds m microbatches, 1F1B pp-rank") {
   const int pp = 4, m = 8;
   for (const char* name : {"gpipe", "1f1b"}) {

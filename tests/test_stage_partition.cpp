@@ -34,6 +34,27 @@ TEST_CASE("the partition splits the layers evenly or as stage_layers says",
   CHECK_THROWS_AS(StagePartition(broken), std::invalid_argument);
 }
 
+TEST_CASE("a first or last stage may hold the embedding or the head alone, no inner stage",
+          "[scenario][partition]") {
+  const StagePartition alone(load_scenario(kQuickstart, {"layout.stage_layers=[0, 6, 0]"}));
+  CHECK(alone.stage(0).num_layers == 0);
+  CHECK(alone.stage(0).has_embedding);
+  CHECK(alone.stage(1).first_layer == 0);
+  CHECK(alone.stage(1).num_layers == 6);
+  CHECK(alone.stage(2).first_layer == 6);
+  CHECK(alone.stage(2).num_layers == 0);
+  CHECK(alone.stage(2).has_head);
+
+  CHECK(layerless_inner_stage({0, 6, 0}) == -1);
+  CHECK(layerless_inner_stage({0, 0}) == -1);
+  CHECK(layerless_inner_stage({2, 0, 0, 4}) == 1);
+  CHECK(layerless_inner_stage({6}) == -1);
+  CHECK(layerless_inner_stage({}) == -1);
+  Scenario broken = load_scenario(kQuickstart);
+  broken.layout.stage_layers = {3, 0, 3};  // a stage of nothing: validate() refuses it
+  CHECK_THROWS_AS(StagePartition(broken), std::invalid_argument);
+}
+
 TEST_CASE("the bucket size is layout.bucket_size in gradients, else Megatron-LM's rule",
           "[scenario][partition]") {
   Scenario s = load_scenario(kQuickstart);

@@ -32,6 +32,7 @@ TEST_CASE("the estimate's peak memory is the schedule's, for every schedule and 
                                            {"1f1b", 3, 2, 1},
                                            {"1f1b", 4, 8, 1},
                                            {"zb-h1", 3, 6, 1},
+                                           {"zb-2p", 3, 6, 1},
                                            {"interleaved-1f1b", 2, 4, 2},
                                            {"interleaved-1f1b", 4, 8, 2},
                                            {"interleaved-1f1b", 2, 2, 3}}) {

@@ -114,9 +114,9 @@ void check_equal(const std::vector<double>& losses) {
 
 }  // namespace
 
-TEST_CASE("pipeline schedules train the single-rank model: pp=3 GPipe, 1F1B, ZB-H1") {
+TEST_CASE("pipeline schedules train the single-rank model: pp=3 GPipe, 1F1B, ZB-H1, ZB-1p, ZB-2p") {
   REQUIRE(single_rank_losses().size() == 3);
-  for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
+  for (const char* schedule : {"gpipe", "1f1b", "zb-h1", "zb-1p", "zb-2p"}) {
     CAPTURE(schedule);
     check_equal(train(std::string("pp3-") + schedule, layout_args(1, 3, 4, schedule)));
   }
@@ -137,6 +137,18 @@ TEST_CASE("a 1F1B rank frees what it sent once a receive proves it delivered") {
 
 TEST_CASE("interleaved 1F1B, pp=2 with v=3, trains the single-rank model") {
   check_equal(train("pp2-interleaved", layout_args(1, 2, 4, "interleaved-1f1b", 3)));
+}
+
+TEST_CASE("stages of 0 layers, the embedding or the head alone, train the single-rank model") {
+  // pp=3 with the 6 layers on the middle rank, under 1F1B and ZB-2p; interleaved pp=2, v=2 with
+  // the embedding alone on stage 0 (rank 0) and the head alone on stage 3 (rank 1).
+  for (const char* schedule : {"1f1b", "zb-2p"}) {
+    CAPTURE(schedule);
+    check_equal(train(std::string("pp3-0-layer-") + schedule,
+                      layout_args(1, 3, 4, schedule) + " --set layout.stage_layers=[0,6,0]"));
+  }
+  check_equal(train("pp2-v2-0-layer", layout_args(1, 2, 4, "interleaved-1f1b", 2) +
+                                          " --set layout.stage_layers=[0,3,3,0]"));
 }
 
 TEST_CASE("data parallelism trains the single-rank model: dp=2 allreduce and gather-scatter") {

@@ -35,6 +35,9 @@ TEST_CASE(
       {"interleaved-1f1b", {2, 4, 2, 8}},
       {"zb-h1", {2, 3, 1, 6}},
       {"zb-h1", {2, 4, 1, 8}},
+      {"zb-1p", {2, 4, 1, 8}},
+      {"zb-2p", {2, 4, 1, 8}},
+      {"zb-2p", {1, 3, 1, 4}},
   }));
   CAPTURE(name, layout.pp, layout.virtual_stages);
   const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));

@@ -111,7 +111,10 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
     slowest = std::max(slowest, work[r]);
     e.peak_bytes[r] = peak_memory_bytes(proxy, proxy.layout.group(0, r), cost);
   }
-  const double bubble_units = l.schedule == ScheduleKind::ZbH1 ? (l.pp - 1) / 3.0 : l.pp - 1;
+  // The zero-bubble schedules' unit-time dry run: 3m + pp - 1 units against 1F1B's 3(m + pp - 1).
+  const bool zero_bubble = l.schedule == ScheduleKind::ZbH1 || l.schedule == ScheduleKind::Zb1p ||
+                           l.schedule == ScheduleKind::Zb2p;
+  const double bubble_units = zero_bubble ? (l.pp - 1) / 3.0 : l.pp - 1;
   e.bubble_s = bubble_units * slowest / v;
   // Ranks that share a device's cores cannot together run faster than the cores allow.
   e.pipeline_s = std::max(m * slowest + e.bubble_s, m * slowest * oversubscription(scenario));

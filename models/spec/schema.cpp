@@ -236,10 +236,11 @@ std::vector<FieldSpec> make_fields() {
   {
     FieldSpec stage_layers =
         noted(field("layout.stage_layers", FieldKind::IntList, false,
-                    "layers per stage, pp · virtual_stages entries summing to n_layers", "",
-                    "parallelism.pipeline_parallel_split_points (as split points)"),
+                    "layers per stage, pp · virtual_stages entries summing to n_layers; 0 only "
+                    "for the first stage (the embedding alone) or the last (the head alone)",
+                    "", "parallelism.pipeline_parallel_split_points (as split points)"),
               "equal split: n_layers / (pp · virtual_stages) each");
-    stage_layers.min = 1;
+    stage_layers.min = 0;
     f.push_back(bind(stage_layers, &S::layout, &L::stage_layers));
   }
   f.push_back(bind(flag("layout.sequence_parallel",

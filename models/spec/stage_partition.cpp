@@ -14,10 +14,11 @@ std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
   if (stages < 1) throw std::invalid_argument("StagePartition: layout.pp * virtual_stages < 1");
   if (!l.stage_layers.empty()) {
     const int sum = std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0);
-    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers) {
+    if (static_cast<int>(l.stage_layers.size()) != stages || sum != m.n_layers ||
+        layerless_inner_stage(l.stage_layers) >= 0) {
       throw std::invalid_argument(
           "StagePartition: layout.stage_layers must have pp*virtual_stages entries summing to "
-          "model.n_layers");
+          "model.n_layers, 0 only for the first or last stage");
     }
     return l.stage_layers;
   }
@@ -28,6 +29,12 @@ std::vector<int> split_layers(const ModelSpec& m, const LayoutSpec& l) {
 }
 
 }  // namespace
+
+int layerless_inner_stage(const std::vector<int>& stage_layers) {
+  for (std::size_t s = 1; s + 1 < stage_layers.size(); ++s)
+    if (stage_layers[s] == 0) return static_cast<int>(s);
+  return -1;
+}
 
 StagePartition::StagePartition(const Scenario& scenario) {
   const std::vector<int> layers = split_layers(scenario.model, scenario.layout);

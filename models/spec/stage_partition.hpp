@@ -18,11 +18,16 @@ struct StageLayers {
   bool has_head = false;       ///< last stage: final norm, LM head, cross-entropy
 };
 
+/// The first stage of `stage_layers` with 0 layers that is neither the first stage (which holds
+/// the embedding) nor the last (the head), and so would hold nothing; -1 when there is none.
+int layerless_inner_stage(const std::vector<int>& stage_layers);
+
 struct StagePartition {
   /// Reads model.n_layers, layout.pp, virtual_stages, stage_layers, dp, bucket_size and
   /// training.grad_precision. Throws std::invalid_argument (a bug: validate() refuses such
   /// scenarios) when the stage_layers list does not have pp · virtual_stages entries summing to
-  /// n_layers, or when pp · virtual_stages does not divide n_layers without one.
+  /// n_layers or has a layerless_inner_stage, or when pp · virtual_stages does not divide
+  /// n_layers without one.
   explicit StagePartition(const Scenario& scenario);
 
   /// pp · virtual_stages stages in stage order (stage s runs on pipeline rank s mod pp): the

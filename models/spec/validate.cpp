@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "models/spec/schema.hpp"
+#include "models/spec/stage_partition.hpp"
 
 namespace dtwin {
 namespace {
@@ -72,6 +73,10 @@ void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violati
   } else if (std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0) != m.n_layers) {
     out.push_back({{"layout.stage_layers", "model.n_layers"},
                    fmt::format("entries summing to model.n_layers ({})", m.n_layers)});
+  } else if (layerless_inner_stage(l.stage_layers) >= 0) {
+    out.push_back({{"layout.stage_layers"},
+                   "at least 1 layer in every stage but the first (which may hold the embedding "
+                   "alone) and the last (the head alone)"});
   }
 }
 
