@@ -7,7 +7,7 @@
 
 #include "cli/gemm_report.hpp"
 #include "models/cost/profile.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "runtime/calibrate/network_calibration.hpp"
 #include "runtime/calibrate/profiler.hpp"
 

@@ -6,7 +6,7 @@
 #include "cli/profile_cache.hpp"
 #include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "runtime/calibrate/concurrency_probe.hpp"
 #include "runtime/calibrate/profiler.hpp"
 #include "runtime/capabilities.hpp"

@@ -15,7 +15,7 @@
 #include "cli/rank_training.hpp"
 #include "cli/runtime_commands.hpp"
 #include "cli/simulation_job.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "schedules/dry_run.hpp"
 #include "schedules/format.hpp"
 

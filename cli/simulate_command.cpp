@@ -1,7 +1,7 @@
 #include "cli/commands.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/simulation_job.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 
 namespace dtwin {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "base/file_writer.hpp"
 #include "models/cost/cost_model.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 
 namespace dtwin {

@@ -7,17 +7,25 @@
 namespace dtwin::sched {
 namespace {
 
+using Build = std::vector<ActionList> (*)(const Layout&, const PassTimes&);
+
+/// A generator that does not depend on pass times.
+template <std::vector<ActionList> (*build)(const Layout&)>
+std::vector<ActionList> untimed(const Layout& layout, const PassTimes&) {
+  return build(layout);
+}
+
 struct Generator {
   ScheduleKind kind;
-  std::vector<ActionList> (*build)(const Layout&);
+  Build build;
   bool interleaved;  ///< accepts virtual_stages > 1 and needs m to be a multiple of pp
 };
 
 constexpr std::array<Generator, 6> kGenerators{{
-    {ScheduleKind::GPipe, gpipe, false},
-    {ScheduleKind::OneFOneB, one_f_one_b, false},
-    {ScheduleKind::Interleaved1F1B, interleaved_1f1b, true},
-    {ScheduleKind::ZbH1, zb_h1, false},
+    {ScheduleKind::GPipe, untimed<gpipe>, false},
+    {ScheduleKind::OneFOneB, untimed<one_f_one_b>, false},
+    {ScheduleKind::Interleaved1F1B, untimed<interleaved_1f1b>, true},
+    {ScheduleKind::ZbH1, untimed<zb_h1>, false},
     {ScheduleKind::Zb1p, zb_1p, false},
     {ScheduleKind::Zb2p, zb_2p, false},
 }};
@@ -37,12 +45,12 @@ void check_layout(const Generator& generator, const Layout& layout) {
 
 }  // namespace
 
-Schedule generate(ScheduleKind kind, const Layout& layout) {
+Schedule generate(ScheduleKind kind, const Layout& layout, const PassTimes& times) {
   for (const Generator& generator : kGenerators) {
     if (generator.kind != kind) continue;
     check_layout(generator, layout);
     return replicate_pipeline(std::string(kScheduleKindNames.name(kind)), layout,
-                              generator.build(layout));
+                              generator.build(layout, times));
   }
   throw std::logic_error("generate: no generator for schedule kind " +
                          std::string(kScheduleKindNames.name(kind)));

@@ -44,18 +44,19 @@ struct PassTimes {
 std::vector<ActionList> zb_greedy(const Layout& layout, int memory_limit, const PassTimes& times);
 
 /// ZB-1p (Qi et al. 2024 §3–4): zb_greedy under 1F1B's peak activation memory, pp microbatches,
-/// with unit times (F = I = W = 1, communication 0: the dry run's, and the paper's T_F = T_B =
-/// T_W of §2).
-std::vector<ActionList> zb_1p(const Layout& layout);
+/// with `times` (the default, unit times F = I = W = 1 and communication 0, is the dry run's and
+/// the paper's T_F = T_B = T_W of §2; the paper schedules with profiled times).
+std::vector<ActionList> zb_1p(const Layout& layout, const PassTimes& times = {});
 
-/// ZB-2p (Qi et al. 2024 §3–4): zb_greedy with twice that memory, 2·pp microbatches, unit times.
-std::vector<ActionList> zb_2p(const Layout& layout);
+/// ZB-2p (Qi et al. 2024 §3–4): zb_greedy with twice that memory, 2·pp microbatches.
+std::vector<ActionList> zb_2p(const Layout& layout, const PassTimes& times = {});
 
 /// Runs the generator of `kind` and replicates its pipeline over the dp replicas; the schedule's
 /// name is the kind's name. Throws std::invalid_argument (a std::logic_error: the scenario loader
 /// refuses such layouts first) for a layout the generator cannot serve (non-positive sizes,
 /// virtual_stages != 1 for a non-interleaved schedule, m not a multiple of pp for interleaved
-/// 1F1B).
-Schedule generate(ScheduleKind kind, const Layout& layout);
+/// 1F1B). `times` orders the zero-bubble heuristics' passes (ZB-1p, ZB-2p); the other
+/// generators do not depend on times.
+Schedule generate(ScheduleKind kind, const Layout& layout, const PassTimes& times = {});
 
 }  // namespace dtwin::sched

@@ -113,12 +113,12 @@ std::vector<ActionList> zb_greedy(const Layout& layout, int memory_limit, const 
   return Greedy(layout, std::max(memory_limit, 1), times).run();
 }
 
-std::vector<ActionList> zb_1p(const Layout& layout) {
-  return zb_greedy(layout, layout.pp, {});
+std::vector<ActionList> zb_1p(const Layout& layout, const PassTimes& times) {
+  return zb_greedy(layout, layout.pp, times);
 }
 
-std::vector<ActionList> zb_2p(const Layout& layout) {
-  return zb_greedy(layout, 2 * layout.pp, {});
+std::vector<ActionList> zb_2p(const Layout& layout, const PassTimes& times) {
+  return zb_greedy(layout, 2 * layout.pp, times);
 }
 
 }  // namespace dtwin::sched

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "models/cost/scenario_schedule.hpp"
 #include "models/spec/scenario_loader.hpp"
-#include "models/spec/scenario_schedule.hpp"
 #include "runtime/calibrate/compute_replay.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"

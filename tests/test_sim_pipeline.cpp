@@ -6,9 +6,9 @@
 #include <functional>
 
 #include "models/cost/cost_model.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "models/spec/scenario_loader.hpp"
-#include "models/spec/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 

@@ -6,8 +6,8 @@
 #include <map>
 
 #include "models/cost/cost_model.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "models/spec/scenario_loader.hpp"
-#include "models/spec/scenario_schedule.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 

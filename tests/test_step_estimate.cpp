@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "models/cost/cost_model.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "models/cost/step_estimate.hpp"
 #include "models/spec/scenario_loader.hpp"
-#include "models/spec/scenario_schedule.hpp"
+#include "schedules/format.hpp"
+#include "schedules/generators.hpp"
 #include "sim/simulator.hpp"
 #include "tests/fresh_process.hpp"
 
@@ -67,4 +69,29 @@ TEST_CASE("the estimate's step time stays within 15% of the simulated step", "[e
     })[0];
     CHECK(estimated == Approx(simulated).epsilon(0.15));
   }
+}
+
+TEST_CASE("the zero-bubble heuristics order passes by the slowest stage's modelled times") {
+  const Scenario scenario =
+      load_scenario(std::string(DTWIN_SOURCE_DIR) + "/validation/qi2024-t4-1.5b-m24-zb-2p.yaml");
+  const CostModel cost(scenario);
+  const sched::PassTimes t = schedule_pass_times(scenario);
+  // The last stage (two layers and the LM head) is the slowest of [2, 3, ..., 3, 2].
+  const KernelSeconds& last = *cost.stage(7).kernel;
+  CHECK(t.f == Approx(last.forward));
+  CHECK(t.i == Approx(last.input_backward));
+  CHECK(t.w == Approx(last.weight_backward));
+  const double link = scenario.cluster.intra_node.bandwidth;
+  CHECK(t.comm == Approx(scenario.cluster.intra_node.latency + cost.boundary_bytes() / link));
+  // W is cheaper than F here (its GEMMs only), so the order differs from unit times'...
+  CHECK(t.w < 0.8 * t.f);
+  const sched::Schedule timed = build_schedule(scenario, true);
+  const sched::Schedule unit = sched::generate(scenario.layout.schedule, schedule_layout(scenario));
+  CHECK(sched::to_text(timed) != sched::to_text(unit));
+  // ...while the other schedules ignore times.
+  const Scenario one_f_one_b =
+      load_scenario(std::string(DTWIN_SOURCE_DIR) + "/validation/qi2024-t4-1.5b-m24-1f1b.yaml");
+  const sched::PassTimes none = schedule_pass_times(one_f_one_b);
+  CHECK(none.f == 1);
+  CHECK(none.comm == 0);
 }

@@ -4,6 +4,7 @@
 
 #include "models/cost/parallel_memory.hpp"
 #include "models/cost/rank_sharing.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
@@ -75,14 +76,15 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
 
 }  // namespace
 
-sched::Schedule memory_proxy(const LayoutSpec& l) {
+sched::Schedule memory_proxy(const LayoutSpec& l, const sched::PassTimes& times) {
   const sched::Layout layout{std::min(l.dp, 2), l.pp,      l.virtual_stages,
                              l.microbatches,    l.dp_sync, l.zero};
-  return sched::lower(sched::generate(l.schedule, layout));
+  return sched::lower(sched::generate(l.schedule, layout, times));
 }
 
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost) {
-  return estimate_step(scenario, cost, memory_proxy(scenario.layout));
+  return estimate_step(scenario, cost,
+                       memory_proxy(scenario.layout, schedule_pass_times(scenario)));
 }
 
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,

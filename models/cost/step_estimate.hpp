@@ -8,6 +8,7 @@
 
 #include "models/cost/cost_model.hpp"
 #include "models/spec/scenario.hpp"
+#include "schedules/generators.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin {
@@ -40,14 +41,16 @@ struct StepEstimate {
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
                            const sched::Schedule& proxy);
 
-/// The same with the proxy built here.
+/// The same with the proxy built here (ZB-1p and ZB-2p with zero_bubble_pass_times, as
+/// build_schedule orders them).
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost);
 
 /// The schedule whose walk gives a layout's memory: its generator's pipeline lowered with
 /// min(dp, 2) replicas (two are enough for ZeRO's gathers and releases), which depends only on
-/// the schedule kind, pp, virtual stages, microbatches, dp_sync and ZeRO stage; callers that
-/// estimate many layouts may share it among those with the same. Throws std::invalid_argument
-/// for a layout the generator cannot serve.
-sched::Schedule memory_proxy(const LayoutSpec& layout);
+/// the schedule kind, pp, virtual stages, microbatches, dp_sync and ZeRO stage, and for ZB-1p and
+/// ZB-2p on the pass `times` that order them; callers that estimate many layouts may share it
+/// among those with the same (the planner shares ZB proxies built with unit times). Throws
+/// std::invalid_argument for a layout the generator cannot serve.
+sched::Schedule memory_proxy(const LayoutSpec& layout, const sched::PassTimes& times = {});
 
 }  // namespace dtwin

@@ -1,0 +1,59 @@
+#include "models/cost/scenario_schedule.hpp"
+
+#include "models/cost/cost_model.hpp"
+#include "schedules/generators.hpp"
+#include "schedules/lowering.hpp"
+#include "schedules/validate.hpp"
+
+namespace dtwin {
+
+sched::Layout schedule_layout(const Scenario& scenario) {
+  const LayoutSpec& spec = scenario.layout;
+  return {spec.dp,   spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync,
+          spec.zero, spec.tp};
+}
+
+sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {
+  const CostModel cost(scenario);
+  const DeviceSpec& device = scenario.cluster.device;
+  const double rate = device.peak_flops * device.efficiency;
+  const auto seconds = [rate](double flops) { return rate > 0 ? flops / rate : flops; };
+  sched::PassTimes slowest{0, 0, 0, 0};
+  bool in_seconds = rate > 0;
+  for (const StageCost& s : cost.stages()) {
+    in_seconds = in_seconds || s.kernel.has_value();
+    sched::PassTimes t;
+    if (s.kernel) {
+      t = {s.kernel->forward, s.kernel->input_backward, s.kernel->weight_backward, 0};
+    } else {
+      t = {seconds(s.forward_flops), seconds(s.input_backward_flops),
+           seconds(s.weight_backward_flops), 0};
+    }
+    t.f += s.tp_forward_s;
+    t.i += s.tp_input_backward_s;
+    if (t.f + t.i + t.w > slowest.f + slowest.i + slowest.w) slowest = t;
+  }
+  if (slowest.f <= 0 || slowest.i <= 0 || slowest.w <= 0) return {};
+  const LinkSpec& link = scenario.cluster.intra_node;
+  if (in_seconds && link.bandwidth > 0)
+    slowest.comm = link.latency + cost.boundary_bytes() / link.bandwidth;
+  return slowest;
+}
+
+sched::PassTimes schedule_pass_times(const Scenario& scenario) {
+  const sched::ScheduleKind kind = scenario.layout.schedule;
+  const bool timed = kind == sched::ScheduleKind::Zb1p || kind == sched::ScheduleKind::Zb2p;
+  return timed ? zero_bubble_pass_times(scenario) : sched::PassTimes{};
+}
+
+sched::Schedule build_schedule(const Scenario& scenario, bool compute_only) {
+  sched::Schedule schedule = sched::generate(scenario.layout.schedule, schedule_layout(scenario),
+                                             schedule_pass_times(scenario));
+  sched::validate(schedule, sched::Expect::ComputeOnly);
+  if (compute_only) return schedule;
+  schedule = sched::lower(schedule);
+  sched::validate(schedule, sched::Expect::Lowered);
+  return schedule;
+}
+
+}  // namespace dtwin
