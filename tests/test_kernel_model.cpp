@@ -376,6 +376,12 @@ TEST_CASE("a bad device file or name is a ConfigError naming file, line and key"
         "allocator_fragmentation: expected a fraction in [0, 1)");
   const int reserved = h100_line("reserved_memory");
   check(load_h100_with(reserved, "reserved_memory: -1GiB"), reserved, "reserved_memory: expected");
+  const int host = h100_line("host_op_overhead");
+  check(load_h100_with(host, "host_op_overhead: 5GB"), host,
+        "host_op_overhead: expected a latency");
+  check(load_h100_with(host, "host_op_overhead: -5us"), host, "host_op_overhead: expected");
+  CHECK(load_h100_with(h100_line("host_op_overhead_no_grad"), "")
+            .error.find("host_op_overhead_no_grad: missing key") != std::string::npos);
 
   const std::string error = load_error("b200");
   CHECK(error.find("unknown device 'b200'") != std::string::npos);
