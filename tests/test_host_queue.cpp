@@ -139,7 +139,8 @@ TEST_CASE("a large layer's passes are the device's: the host runs ahead") {
   const dtwin::DeviceDescription& device = *scenario.cluster.device.description;
   const dtwin::HostStall stall =
       dtwin::layer_host_stall(device, scenario, 2, /*tp_collective_s=*/0);
-  const dtwin::KernelSeconds& k = *dtwin::CostModel(scenario).stage(0).kernel;
+  const dtwin::CostModel cost(scenario);
+  const dtwin::KernelSeconds& k = *cost.stage(0).kernel;
   CHECK(stall.forward < 0.002 * k.forward);
   CHECK(stall.backward < 0.002 * k.backward);
   CHECK(k.backward <= k.input_backward + k.weight_backward);
