@@ -18,23 +18,32 @@
 #   bash bench/gpu_acceptance.sh tests      # the equivalence and bf16 tests on the GPU
 #   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager
 #   bash bench/gpu_acceptance.sh predict    # dtwin run on the three H100 scenarios
+#   bash bench/gpu_acceptance.sh host       # host µs per operator: CPU and GPU tensors (1 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-  unpack | build | tests | bench | predict) ;;
+  unpack | build | tests | bench | predict | host) ;;
   all)
     status=0
-    for stage in unpack tests bench predict; do bash bench/gpu_acceptance.sh "$stage" || status=1; done
+    for stage in unpack tests bench predict host; do bash bench/gpu_acceptance.sh "$stage" || status=1; done
     exit "$status"
     ;;
   *)
-    echo "usage: bash bench/gpu_acceptance.sh unpack|build|tests|bench|predict|all" >&2
+    echo "usage: bash bench/gpu_acceptance.sh unpack|build|tests|bench|predict|host|all" >&2
     exit 2
     ;;
 esac
 out="${OUT:-out/gpu}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+if [ "$1" = host ]; then
+  # The devices' host_op_overhead on this GPU host, needing no build: the layer's operators on
+  # CPU tensors (what models/devices/ has, from the CPU machine) and on the GPU's (the launches).
+  for device in cpu cuda; do
+    python3 bench/host_dispatch.py --device "$device" 2>&1 | tee "$out/host_dispatch-$device.md"
+  done
+  exit 0
+fi
 if [ "$1" = unpack ] || [ -f gpu-pack-source-dir ]; then
   [ -f gpu-pack-source-dir ] || tar -xJf gpu-pack.tar.xz
   # The binaries name the folder they were built from (CTest files, test data, DTWIN_PYTHON) and

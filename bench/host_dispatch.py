@@ -22,7 +22,13 @@ recording), backward as the autograd engine runs it.
 --json prints only the counts, as {"FAMILY-ATTENTION": {"OPERATOR": [forward, forward without
 grad, backward]}}: tests/test_host_queue.cpp checks models/cost/host_ops.cpp against them.
 
+With --device cuda the same layer runs on a GPU's tensors: the thread's CPU time then holds
+the kernel launches (cudaLaunchKernel) and the CUDA caching allocator, which is what a GPU
+host's `host_op_overhead` is; the GPU keeps up with launches of kernels this small, so the
+host never waits for it (bench/gpu_acceptance.sh host runs it on the GPU machine).
+
 Usage: .venv/bin/python bench/host_dispatch.py [--repeats 7] [--iters 400] [--json]
+                                               [--device cpu|cuda]
 """
 import argparse
 import json
@@ -113,19 +119,22 @@ def bias_dropout_add_fused(x: torch.Tensor, bias: torch.Tensor, residual: torch.
 
 class RngTracker:
     """Megatron's CUDA RNG tracker fork around the attention dropout: the default generator's
-    state saved, the model-parallel generator's state set, and both swapped back after (the
-    CPU generator stands in for the CUDA one)."""
+    state saved, the model-parallel generator's state set, and both swapped back after (on CPU
+    tensors the CPU generator stands in for the CUDA one)."""
 
     def __init__(self):
-        self.state = torch.get_rng_state()
+        cuda = torch.get_default_device().type == "cuda"
+        self.get = torch.cuda.get_rng_state if cuda else torch.get_rng_state
+        self.set = torch.cuda.set_rng_state if cuda else torch.set_rng_state
+        self.state = self.get()
 
     def __enter__(self):
-        self.saved = torch.get_rng_state()
-        torch.set_rng_state(self.state)
+        self.saved = self.get()
+        self.set(self.state)
 
     def __exit__(self, *exc):
-        self.state = torch.get_rng_state()
-        torch.set_rng_state(self.saved)
+        self.state = self.get()
+        self.set(self.saved)
 
 
 def gpt2_sections(h, heads, s, b):
@@ -294,8 +303,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iters", type=int, default=400)
     parser.add_argument("--json", action="store_true", help="print the counts only, as JSON")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where the layer's tensors live (cuda: a GPU host's launch costs)")
     args = parser.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no GPU visible to torch")
     torch.set_num_threads(1)
+    torch.set_default_device(args.device)
     s, b, h, heads = 4, 1, 8, 2
     sections = gpt2_sections(h, heads, s, b)
     gpt2_flash = [flash_attention(h, heads, s, b) if name == "attention" else (name, fn, shapes)
@@ -328,8 +342,10 @@ def main():
         y.backward(grad)
         return time.thread_time() - start
 
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "CPU tensors"
     print(f"# torch {torch.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}, 1 thread; s={s} b={b} h={h} heads={heads}")
+          f"{platform.machine()} ({platform.processor() or 'cpu'}), 1 thread, {device}; "
+          f"s={s} b={b} h={h} heads={heads}")
     for key, title, _ in families:
         print(f"\n{title}\n")
         print("| operator | forward ops | forward ops without grad | backward ops |")
