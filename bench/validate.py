@@ -63,7 +63,13 @@ def simulate(path):
             return json.load(f)["step_time_s"], wall
 
 
-rows, errors = [], []
+def group_of(path):
+    """The validation set a scenario belongs to: its file name up to the second '-'
+    (narayanan2021-t1, qi2024-t4, dgxc-h100, ...)."""
+    return "-".join(os.path.basename(path).split("-")[:2])
+
+
+rows, errors, groups = [], [], {}
 for path in sys.argv[2:] or sorted(glob.glob("validation/*.yaml")):
     fields, dims = header(path)
     published = float(fields["iteration_s"])
@@ -72,6 +78,7 @@ for path in sys.argv[2:] or sorted(glob.glob("validation/*.yaml")):
     flops = step_flops(fields["flops"], dims)
     error = predicted / published - 1
     errors.append(abs(error))
+    groups.setdefault(group_of(path), []).append(error)
     rows.append(f"| {fields['source']} | {gpus} | {published:.2f} | {predicted:.2f} | "
                 f"{flops / published / gpus / 1e12:.0f} | {flops / predicted / gpus / 1e12:.0f} | "
                 f"{error:+.1%} | {wall:.1f} |")
@@ -83,3 +90,9 @@ print("|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))
 print(f"\nmean |error| {sum(errors) / len(errors):.1%}, max |error| {max(errors):.1%} "
       f"over {len(errors)} rows")
+print("\n| set | rows | mean \\|error\\| | max \\|error\\| | mean signed error |")
+print("|---|---|---|---|---|")
+for name, signed in sorted(groups.items()):
+    magnitudes = [abs(e) for e in signed]
+    print(f"| {name} | {len(signed)} | {sum(magnitudes) / len(signed):.1%} | "
+          f"{max(magnitudes):.1%} | {sum(signed) / len(signed):+.1%} |")
