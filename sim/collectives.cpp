@@ -1,5 +1,7 @@
 #include "sim/collectives.hpp"
 
+#include <algorithm>
+
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -40,7 +42,8 @@ void process_on_cpu(double cpu_s_per_byte, double bytes) {
 }
 
 // `steps` ring steps of bytes/N each to the next member, each followed by its CPU work: one
-// tensor-parallel member's, on its 1/tp of the bytes (the members work at once).
+// tensor-parallel member's, on its 1/tp of the bytes (the members work at once); then the
+// group's extra latency.
 void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
                 const Platform& platform, double cpu_s_per_byte) {
   const int n = static_cast<int>(group.ranks.size());
@@ -53,12 +56,13 @@ void ring_steps(const Group& group, double bytes, int steps, CollectiveModel mod
       exchange(group, next, step, chunk);
       process_on_cpu(member_s_per_byte, chunk);
     }
-    return;
+  } else {
+    exchange(group, next, 0, steps * chunk);
+    process_on_cpu(member_s_per_byte, steps * chunk);
+    const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
+    sg4::this_actor::sleep_for((steps - 1) * alpha);
   }
-  exchange(group, next, 0, steps * chunk);
-  process_on_cpu(member_s_per_byte, steps * chunk);
-  const double alpha = route_latency(platform, group.ranks[group.me], group.ranks[next]);
-  sg4::this_actor::sleep_for((steps - 1) * alpha);
+  if (group.extra_latency_s > 0) sg4::this_actor::sleep_for(group.extra_latency_s);
 }
 
 }  // namespace
@@ -73,6 +77,14 @@ void ring_half(const Group& group, double bytes, CollectiveModel model, const Pl
                double cpu_s_per_byte) {
   ring_steps(group, bytes, static_cast<int>(group.ranks.size()) - 1, model, platform,
              cpu_s_per_byte);
+}
+
+double max_ring_latency(const std::vector<int>& ranks, const Platform& platform) {
+  double latency = 0;
+  const size_t n = ranks.size();
+  for (size_t i = 0; n > 1 && i < n; ++i)
+    latency = std::max(latency, route_latency(platform, ranks[i], ranks[(i + 1) % n]));
+  return latency;
 }
 
 void gather_scatter(const Group& group, double bytes, const Platform&) {

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <set>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Barrier.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/splitmix64.hpp"
+#include "models/cost/nccl_model.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
@@ -29,6 +31,13 @@ using sched::ActionKind;
 using sched::of_kind;
 
 int payload_token = 0;  // SimGrid moves a pointer; the byte count is what it times
+
+// What NCCL's latency model needs of a pipeline rank's data-parallel groups: the nodes they span
+// and the largest route latency between ring neighbours (seconds).
+struct DpRing {
+  int nodes = 1;
+  double route_latency = 0;
+};
 
 // State every rank's actor reads and writes. SimGrid runs one actor at a time, so plain
 // containers are safe.
@@ -50,6 +59,9 @@ struct World {
   std::vector<double> cpu;              // per rank: seconds of compute alone on its core so far
   std::vector<std::mt19937_64> random;  // per rank: the stream of its actions' draws
   sg4::BarrierPtr step_end;             // all ranks, at the end of each step
+  // Per pipeline rank, when NCCL runs the data-parallel collectives (nccl_collectives) and no
+  // profile measured them; empty otherwise.
+  std::vector<DpRing> dp_rings;
 };
 
 // The suffix that makes a mailbox or collective tag unique to step `step`.
@@ -227,10 +239,50 @@ sim::Group dp_group(const World& world, int rank, int stage, int step) {
   return group;
 }
 
+// The DpRing of each pipeline rank's data-parallel groups (every replica's group of a pipeline
+// rank spans the same nodes); empty when NCCL does not price the collectives.
+std::vector<DpRing> dp_rings(const Scenario& scenario, const sched::Layout& layout,
+                             const Platform& platform, const Profile* profile) {
+  std::vector<DpRing> rings;
+  if (!nccl_collectives(scenario) || profile) return rings;
+  for (int p = 0; p < layout.pp; ++p) {
+    std::vector<int> ranks;
+    std::set<int> nodes;
+    for (int d = 0; d < layout.dp; ++d) {
+      ranks.push_back(layout.group(d, p));
+      nodes.insert(platform.rank_nodes[ranks.back()]);
+    }
+    rings.push_back({static_cast<int>(nodes.size()), sim::max_ring_latency(ranks, platform)});
+  }
+  return rings;
+}
+
+// Seconds a data-parallel ring of `bytes` waits after its messages under NCCL: NCCL's latency for
+// the algorithm and protocol it picks (models/cost/nccl_model.hpp; the bus bandwidth is the
+// intra-node link's within a node, else the inter-node link's) less the route latencies that the
+// ring's 2(N−1) or N−1 steps already took, never negative. 0 without NCCL.
+double nccl_extra_latency(const World& world, const sim::Group& group, ActionKind kind,
+                          double bytes) {
+  const int n = static_cast<int>(group.ranks.size());
+  if (world.dp_rings.empty() || n < 2) return 0;
+  const DpRing& ring = world.dp_rings[world.schedule.layout.pipeline_rank(group.ranks[0])];
+  const NcclCollective collective = kind == ActionKind::ALLREDUCE ? NcclCollective::AllReduce
+                                    : kind == ActionKind::UNSHARD ? NcclCollective::AllGather
+                                                                  : NcclCollective::ReduceScatter;
+  const int steps = collective == NcclCollective::AllReduce ? 2 * (n - 1) : n - 1;
+  const ClusterSpec& cluster = world.scenario.cluster;
+  const double bandwidth = (ring.nodes == 1 ? cluster.intra_node : cluster.inter_node).bandwidth;
+  const NcclTime nccl = nccl_collective(collective, bytes, {n, ring.nodes}, bandwidth);
+  return std::max(0.0, nccl.latency_s - steps * ring.route_latency);
+}
+
 // Runs the algorithm of a data-parallel collective of `bytes`: ALLREDUCE (the scenario's
-// dp_sync), REDUCE_GRAD (ring reduce-scatter) or UNSHARD (ring all-gather).
-void run_collective(const World& world, const sim::Group& group, ActionKind kind, double bytes) {
+// dp_sync), REDUCE_GRAD (ring reduce-scatter) or UNSHARD (ring all-gather); a ring under NCCL
+// then waits nccl_extra_latency.
+void run_collective(const World& world, const sim::Group& ring, ActionKind kind, double bytes) {
   const Platform& platform = world.platform;
+  sim::Group group = ring;
+  group.extra_latency_s = nccl_extra_latency(world, ring, kind, bytes);
   if (kind != ActionKind::ALLREDUCE)
     ring_half(group, bytes, world.collectives, platform,
               kind == ActionKind::UNSHARD ? platform.gather_cpu_s_per_byte
@@ -536,7 +588,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       {},
       std::vector<double>(layout.group_count()),
       {},
-      sg4::Barrier::create(layout.group_count())};
+      sg4::Barrier::create(layout.group_count()),
+      dp_rings(scenario, layout, platform, options.profile)};
   if (options.steps < 1)
     throw std::invalid_argument("simulate: steps must be >= 1, got " +
                                 std::to_string(options.steps));

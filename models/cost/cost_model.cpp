@@ -2,6 +2,7 @@
 
 #include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
+#include "models/cost/nccl_model.hpp"
 #include "models/cost/parallel_memory.hpp"
 
 #include <algorithm>
@@ -66,14 +67,26 @@ double bytes_per_element_of(Precision precision) {
                          std::string(kPrecisionNames.name(precision)) + " has no element size");
 }
 
-/// Seconds of one all-reduce of `bytes` over the tensor-parallel group: a ring over the
-/// intra-node link when the group fits in a node's rank slots (Megatron-LM places it there),
-/// else over the inter-node link.
-double tp_allreduce_seconds(const Scenario& scenario, double bytes) {
+/// Seconds of one tensor-parallel collective of `bytes` over the tensor-parallel group, on the
+/// intra-node link when the group fits in a node's rank slots (Megatron-LM places it there), else
+/// on the inter-node link. Under NCCL (nccl_collectives) NCCL's time for its fastest algorithm
+/// and protocol (models/cost/nccl_model.hpp): an all-reduce, or with sequence parallelism an
+/// all-gather and a reduce-scatter of the same bytes. Otherwise a ring all-reduce,
+/// 2(t−1)(α + bytes/(t·β)), for both.
+double tp_collective_seconds(const Scenario& scenario, double bytes) {
   const ClusterSpec& c = scenario.cluster;
   const int t = scenario.layout.tp;
-  const LinkSpec& link = t <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
-  return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
+  const int node = c.devices_per_node * c.ranks_per_device;
+  const LinkSpec& link = t <= node ? c.intra_node : c.inter_node;
+  if (!nccl_collectives(scenario))
+    return 2 * ring_half_seconds(bytes, t, link.bandwidth, link.latency);
+  const NcclGroup group{t, (t + node - 1) / node};
+  const auto seconds = [&](NcclCollective collective) {
+    return nccl_collective(collective, bytes, group, link.bandwidth).seconds;
+  };
+  return scenario.layout.sequence_parallel
+             ? seconds(NcclCollective::AllGather) + seconds(NcclCollective::ReduceScatter)
+             : seconds(NcclCollective::AllReduce);
 }
 
 /// Seconds of the operators of `kind` in one layer's `pass` on one GPU.
@@ -218,7 +231,7 @@ CostModel::CostModel(const Scenario& scenario)
   // backward (Narayanan et al. 2021 §3.2); with sequence parallelism all-gathers and
   // reduce-scatters of the same volume and time (Korthikanti et al. 2022 §4.2.2). Full
   // recomputation repeats the forward's 2.
-  const double tp_collective = tp_allreduce_seconds(scenario, T * d * bpe);
+  const double tp_collective = tp_collective_seconds(scenario, T * d * bpe);
   const int recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
   const auto& device = scenario.cluster.device.description;
   const std::optional<PassSeconds> layer_kernel =

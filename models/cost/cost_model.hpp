@@ -118,9 +118,11 @@ struct StageCost : StageLayers {
 /// tp_forward_s / tp_input_backward_s): 2 all-reduces of T·d elements per layer in F and 2 in I
 /// (Narayanan et al. 2021 §3.2), 2 more in I with full recomputation, one more in F on the
 /// embedding stage and in I on the head stage, each a ring over the tensor-parallel group
-/// (ring_half_seconds twice) on the intra-node link (inter-node when tp exceeds a node). With
-/// layout.tp_comm_overlap a layer's collectives run beside its GEMMs (F's; I's and W's for the
-/// backward, the repeated forward's too under full recomputation) and add
+/// (ring_half_seconds twice) on the intra-node link (inter-node when tp exceeds a node); where
+/// NCCL runs the collectives (nccl_collectives), NCCL's time for its fastest algorithm and
+/// protocol instead (models/cost/nccl_model.hpp), with sequence parallelism an all-gather and a
+/// reduce-scatter. With layout.tp_comm_overlap a layer's collectives run beside its GEMMs (F's;
+/// I's and W's for the backward, the repeated forward's too under full recomputation) and add
 /// max(0, comm − gemm) + (overlap_slowdown − 1)·min(comm, gemm) seconds instead of comm; the
 /// embedding's and the head's stay exposed.
 ///

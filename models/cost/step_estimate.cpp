@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/cost/nccl_model.hpp"
 #include "models/cost/parallel_memory.hpp"
 #include "models/cost/rank_sharing.hpp"
 #include "models/cost/scenario_schedule.hpp"
@@ -59,8 +60,10 @@ const LinkSpec& dp_link(const Scenario& scenario) {
 }
 
 // Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`: an
-// all-reduce (two ring halves) or, under ZeRO, a reduce-scatter of the gradients and an
-// all-gather of the weights, which are bytes_per_element / grad_bytes_per_element as large.
+// all-reduce or, under ZeRO, a reduce-scatter of the gradients and an all-gather of the weights,
+// which are bytes_per_element / grad_bytes_per_element as large. Under NCCL (nccl_collectives)
+// each is NCCL's time for its fastest algorithm and protocol (models/cost/nccl_model.hpp), else
+// a ring over the link (an all-reduce is two ring halves).
 double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
                   double bucket_bytes) {
   const LayoutSpec& l = scenario.layout;
@@ -70,8 +73,17 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
   const double exposed =
       l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
-  return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
-                  ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
+  if (!nccl_collectives(scenario))
+    return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
+                    ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
+  const ClusterSpec& c = scenario.cluster;
+  const NcclGroup group{l.dp, dp_group_nodes(l, c.devices_per_node * c.ranks_per_device)};
+  const auto seconds = [&](NcclCollective collective, double bytes) {
+    return nccl_collective(collective, bytes, group, link.bandwidth).seconds;
+  };
+  if (l.zero == 0) return seconds(NcclCollective::AllReduce, exposed);
+  return zero3 * (seconds(NcclCollective::ReduceScatter, exposed) +
+                  seconds(NcclCollective::AllGather, exposed * gather));
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ struct StepEstimate {
 ///  - p2p: the 2(pp·v − 1) boundary transfers of the warm-up and cool-down, latency + bytes / bw;
 ///  - data-parallel: a ring all-reduce (or reduce-scatter + all-gather with ZeRO; 1.5 times that
 ///    for ZeRO-3) of the rank's gradients over the intra-node link when the dp group fits a
-///    node, else the inter-node one; with overlap_grad_reduce only the last bucket is exposed;
+///    node, else the inter-node one (NCCL's time for each collective where NCCL runs them,
+///    models/cost/nccl_model.hpp); with overlap_grad_reduce only the last bucket is exposed;
 ///  - the optimizer step of the rank's stages, plus offload transfers.
 /// Peak memory of pipeline rank r: peak_memory_bytes of `proxy`'s rank r of replica 0, the walk
 /// of the layout's lowered schedule (memory_proxy).
