@@ -16,6 +16,7 @@
 #include "base/user_error.hpp"
 #include "models/cost/cost_model.hpp"
 #include "models/cost/memory_budget.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "models/spec/schema.hpp"
 #include "models/spec/validate.hpp"
 #include "trace/step_figures.hpp"
@@ -95,7 +96,8 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
       const int m = global_batch / (dp * mbs);
       std::vector<Settings> schedules = {schedule("1f1b", 1)};
       if (pp > 1)
-        for (const char* s : {"gpipe", "zb-h1"}) schedules.push_back(schedule(s, 1));
+        for (const char* s : {"gpipe", "zb-h1", "zb-1p", "zb-2p"})
+          schedules.push_back(schedule(s, 1));
       if (pp > 1)
         for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
           if ((base.model.n_layers / pp) % v == 0)
@@ -129,24 +131,27 @@ std::string reason_of(const Violation& violation, const Settings& settings) {
 }
 
 // The memory proxies (memory_proxy) of the layouts searched so far, shared by the workers: many
-// layouts differ only in what the proxy does not depend on.
+// layouts differ only in what the proxy does not depend on. Each is built with the layout's pass
+// times (schedule_pass_times: unit times but for ZB-1p and ZB-2p), as build_schedule orders the
+// schedule that is simulated.
 class ProxyCache {
  public:
-  std::shared_ptr<const sched::Schedule> get(const LayoutSpec& l) {
+  std::shared_ptr<const sched::Schedule> get(const LayoutSpec& l, const sched::PassTimes& t) {
     const auto key = std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches,
-                                std::min(l.dp, 2), l.dp_sync, l.zero);
+                                std::min(l.dp, 2), l.dp_sync, l.zero, t.f, t.i, t.w, t.comm);
     {
       std::lock_guard lock(mutex_);
       if (const auto it = proxies_.find(key); it != proxies_.end()) return it->second;
     }
-    auto proxy = std::make_shared<const sched::Schedule>(memory_proxy(l));
+    auto proxy = std::make_shared<const sched::Schedule>(memory_proxy(l, t));
     std::lock_guard lock(mutex_);
     return proxies_.emplace(key, std::move(proxy)).first->second;
   }
 
  private:
   std::mutex mutex_;
-  std::map<std::tuple<sched::ScheduleKind, int, int, int, int, sched::DpSync, int>,
+  std::map<std::tuple<sched::ScheduleKind, int, int, int, int, sched::DpSync, int, double, double,
+                      double, double>,
            std::shared_ptr<const sched::Schedule>>
       proxies_;
 };
@@ -171,7 +176,8 @@ Outcome evaluate(const PlanRequest& request, const Settings& base_settings, cons
       return {std::nullopt, "runtime: " + reason_of(violations.front(), settings),
               violations.front().message(c.scenario)};
   const CostModel cost(c.scenario);
-  c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout));
+  const sched::PassTimes times = schedule_pass_times(c.scenario, cost);
+  c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout, times));
   const ClusterSpec& cluster = c.scenario.cluster;
   const double memory = tensor_memory_per_rank(cluster);
   const double peak = *std::max_element(c.estimate.peak_bytes.begin(), c.estimate.peak_bytes.end());

@@ -43,13 +43,14 @@ struct LayoutSearch {
 
 /// The layouts of `request`: tp a power of two within a node, pp dividing the GPUs / tp (at most
 /// n_layers), dp the rest; micro-batch size 1, 2, 4, 8 or 16 where dp·mbs divides the global
-/// batch; schedules gpipe, 1f1b, zb-h1 and interleaved-1f1b with every virtual stage count v ≥ 2
-/// that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for dp = 1); recompute none,
-/// selective, full; sequence parallelism off and on (off for tp = 1); the request's kept settings
-/// at the base's value. Each is the base scenario with the layout's values set through the
-/// schema and checked by validate() (violations are counted by the key they name), estimated,
-/// and kept when every pipeline rank's peak fits device
-/// memory / ranks_per_device. `progress(done, total)` is called as layouts are checked. Throws
+/// batch; schedules gpipe, 1f1b, zb-h1, zb-1p, zb-2p and interleaved-1f1b with every virtual
+/// stage count v ≥ 2 that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for
+/// dp = 1); recompute none, selective, full; sequence parallelism off and on (off for tp = 1);
+/// the request's kept settings at the base's value. Each is the base scenario with the layout's
+/// values set through the schema and checked by validate() (violations are counted by the key
+/// they name), estimated, and kept when every pipeline rank's peak (the walk of its lowered
+/// schedule, zb-1p and zb-2p ordered by the modelled pass times as simulated) fits
+/// tensor_memory_per_rank. `progress(done, total)` is called as layouts are checked. Throws
 /// UserError when no split of the GPUs exists, when the global batch is not a multiple of any
 /// dp·mbs, or when no layout loads and fits (naming each reason with its count).
 LayoutSearch search_layouts(const PlanRequest& request,

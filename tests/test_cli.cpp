@@ -412,6 +412,27 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   CHECK_THAT(bad.output, Catch::Contains("plan.csv"));
 }
 
+TEST_CASE("dtwin plan simulates ZB-2p fastest for Qi et al. 2024's 1.5B, where its memory fits",
+          "[threads]") {
+  const std::string out = std::filesystem::absolute("plan-zero-bubble-out").string();
+  const Result result = run_dtwin(
+      "plan " + std::string(DTWIN_SOURCE_DIR) + "/validation/qi2024-t4-1.5b-m24-zb-2p.yaml" +
+      " --top 3 --keep recompute --keep zero --keep sequence_parallel -o " + out);
+  REQUIRE(result.exit_code == 0);
+  std::map<std::pair<std::string, std::string>, double> peak_gib;  // (mbs, schedule) -> peak
+  for (const std::vector<std::string>& fields : plan_rows(out))
+    peak_gib[{fields.at(3), fields.at(5)}] = std::stod(fields.at(12));
+  // mbs 4 (m 36): ZB-2p holds up to 2·pp = 16 microbatches' activations, ZB-1p pp.
+  REQUIRE(peak_gib.count({"4", "zb-1p"}) == 1);
+  REQUIRE(peak_gib.count({"4", "zb-2p"}) == 1);
+  CHECK(peak_gib.at({"4", "zb-2p"}) > 1.5 * peak_gib.at({"4", "zb-1p"}));
+  // mbs 8 (m 18): ZB-1p's fit the 67.9 GiB a rank's tensors may use, ZB-2p's would not.
+  CHECK(peak_gib.count({"8", "zb-1p"}) == 1);
+  CHECK(peak_gib.count({"8", "zb-2p"}) == 0);
+  // The estimate ties the zero-bubble schedules; the simulation ranks ZB-2p first.
+  CHECK_THAT(result.output, Catch::Contains("| 1 | tp 1 · pp 8 · dp 1 · mbs 4 · m 36 · zb-2p "));
+}
+
 TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at the scenario's") {
   const std::string out = std::filesystem::absolute("plan-keep-out").string();
   const Result result =
@@ -486,7 +507,7 @@ TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
   };
   const Result prime = plan("--gpus 5");  // pp 5 divides no 6-layer model, dp 5 no batch of 4
   CHECK(prime.exit_code == 2);
-  CHECK_THAT(prime.output, Catch::Contains("got none of 27; 27 layouts for layout.pp"));
+  CHECK_THAT(prime.output, Catch::Contains("got none of 45; 45 layouts for layout.pp"));
   const Result batch = plan("--gpus 7");
   CHECK(batch.exit_code == 2);
   CHECK_THAT(batch.output, Catch::Contains("--global-batch 4: expected a multiple of dp"));

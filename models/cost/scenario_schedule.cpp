@@ -14,7 +14,10 @@ sched::Layout schedule_layout(const Scenario& scenario) {
 }
 
 sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {
-  const CostModel cost(scenario);
+  return zero_bubble_pass_times(scenario, CostModel(scenario));
+}
+
+sched::PassTimes zero_bubble_pass_times(const Scenario& scenario, const CostModel& cost) {
   const DeviceSpec& device = scenario.cluster.device;
   const double rate = device.peak_flops * device.efficiency;
   const auto seconds = [rate](double flops) { return rate > 0 ? flops / rate : flops; };
@@ -40,10 +43,22 @@ sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {
   return slowest;
 }
 
+namespace {
+
+// Whether the generator of `kind` orders passes by their times (ZB-1p, ZB-2p).
+bool timed(sched::ScheduleKind kind) {
+  return kind == sched::ScheduleKind::Zb1p || kind == sched::ScheduleKind::Zb2p;
+}
+
+}  // namespace
+
 sched::PassTimes schedule_pass_times(const Scenario& scenario) {
-  const sched::ScheduleKind kind = scenario.layout.schedule;
-  const bool timed = kind == sched::ScheduleKind::Zb1p || kind == sched::ScheduleKind::Zb2p;
-  return timed ? zero_bubble_pass_times(scenario) : sched::PassTimes{};
+  return timed(scenario.layout.schedule) ? zero_bubble_pass_times(scenario) : sched::PassTimes{};
+}
+
+sched::PassTimes schedule_pass_times(const Scenario& scenario, const CostModel& cost) {
+  return timed(scenario.layout.schedule) ? zero_bubble_pass_times(scenario, cost)
+                                         : sched::PassTimes{};
 }
 
 sched::Schedule build_schedule(const Scenario& scenario, bool compute_only) {

@@ -7,6 +7,8 @@
 
 namespace dtwin {
 
+class CostModel;
+
 /// The schedule layout of a scenario (dp, pp, virtual stages, microbatches, DP sync, ZeRO stage).
 sched::Layout schedule_layout(const Scenario& scenario);
 
@@ -17,10 +19,14 @@ sched::Layout schedule_layout(const Scenario& scenario);
 /// (latency + CostModel::boundary_bytes / bandwidth); as Qi et al. 2024 (§4) schedule with
 /// profiled times. Unit times (sched::PassTimes{}) when the model gives no positive time.
 sched::PassTimes zero_bubble_pass_times(const Scenario& scenario);
+/// The same from `cost`, the scenario's CostModel, when the caller has built it already.
+sched::PassTimes zero_bubble_pass_times(const Scenario& scenario, const CostModel& cost);
 
 /// The pass times the scenario's schedule kind is generated with: zero_bubble_pass_times for
 /// ZB-1p and ZB-2p, unit times (which the other generators ignore) otherwise.
 sched::PassTimes schedule_pass_times(const Scenario& scenario);
+/// The same from `cost`, the scenario's CostModel.
+sched::PassTimes schedule_pass_times(const Scenario& scenario, const CostModel& cost);
 
 /// Generates the scenario's schedule (with schedule_pass_times, so that the
 /// simulator and the runtime execute one schedule), validates it as compute-only, lowers it unless

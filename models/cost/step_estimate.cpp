@@ -96,7 +96,7 @@ sched::Schedule memory_proxy(const LayoutSpec& l, const sched::PassTimes& times)
 
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost) {
   return estimate_step(scenario, cost,
-                       memory_proxy(scenario.layout, schedule_pass_times(scenario)));
+                       memory_proxy(scenario.layout, schedule_pass_times(scenario, cost)));
 }
 
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,

@@ -29,7 +29,8 @@ struct StepEstimate {
 ///  - pipeline time = m · (F_r + B_r) + bubble, with F_r, B_r the sums over rank r's stages and
 ///    the slowest rank taken; bubble = (pp − 1)(F_r + B_r)/v for GPipe, 1F1B and interleaved
 ///    1F1B with v virtual stages (Narayanan et al. 2021 §2.2), a third of the 1F1B bubble for
-///    ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §3); at least m · (F_r + B_r)
+///    ZB-H1, ZB-1p and ZB-2p (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", §3: their
+///    unit-time dry runs, which do not tell them apart); at least m · (F_r + B_r)
 ///    times the oversubscription of a device's cores when its ranks share them;
 ///  - p2p: the 2(pp·v − 1) boundary transfers of the warm-up and cool-down, latency + bytes / bw;
 ///  - data-parallel: a ring all-reduce (or reduce-scatter + all-gather with ZeRO; 1.5 times that
@@ -50,8 +51,8 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost);
 /// min(dp, 2) replicas (two are enough for ZeRO's gathers and releases), which depends only on
 /// the schedule kind, pp, virtual stages, microbatches, dp_sync and ZeRO stage, and for ZB-1p and
 /// ZB-2p on the pass `times` that order them; callers that estimate many layouts may share it
-/// among those with the same (the planner shares ZB proxies built with unit times). Throws
-/// std::invalid_argument for a layout the generator cannot serve.
+/// among those with the same (the planner does). Throws std::invalid_argument for a layout the
+/// generator cannot serve.
 sched::Schedule memory_proxy(const LayoutSpec& layout, const sched::PassTimes& times = {});
 
 }  // namespace dtwin
