@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "base/file_writer.hpp"
+#include "cli/accuracy_cautions.hpp"
 #include "cli/output_dir.hpp"
 #include "models/cost/cost_model.hpp"
 #include "trace/summary_table.hpp"
@@ -41,8 +42,10 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
     std::cout << "mean of " << options.steps << " sampled steps (the profile's variation), "
               << "their standard deviation " << result.summary.step_time_std_s * 1e3 << " ms\n";
   std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name,
-                                           scenario.layout.tp)
-            << "wrote " << dir << "/predicted.trace.json and predicted.summary.json\n";
+                                           scenario.layout.tp);
+  for (const std::string& caution : accuracy_cautions(scenario))
+    std::cout << "caution: " << caution << "\n";
+  std::cout << "wrote " << dir << "/predicted.trace.json and predicted.summary.json\n";
   return result;
 }
 

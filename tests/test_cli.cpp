@@ -483,6 +483,21 @@ TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context,
   CHECK(unlimited <= 80e9 / (1 << 30));
 }
 
+TEST_CASE("dtwin simulate cautions where the validation found its predictions off") {
+  // Narayanan et al. 2021 Table 2's ZeRO-3 runs: missed by 24-70% (bench/results/validate.md).
+  const std::string zero3 =
+      std::string(DTWIN_SOURCE_DIR) + "/validation/narayanan2021-t2-174.6b-384gpu-zero3.yaml";
+  const Result cautioned =
+      run_dtwin("simulate " + zero3 + " -o " + std::filesystem::absolute("sim-zero3").string());
+  REQUIRE(cautioned.exit_code == 0);
+  CHECK_THAT(cautioned.output, Catch::Contains("caution: ZeRO-3 on GPUs"));
+  // The same run under ZeRO-1 is inside the validated ground: no caution.
+  const Result plain = run_dtwin("simulate " + zero3 + " --set layout.zero=1 -o " +
+                                 std::filesystem::absolute("sim-zero1").string());
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.output, !Catch::Contains("caution:"));
+}
+
 TEST_CASE("the published runs that held the most memory fit what the shipped GPUs leave tensors") {
   // They trained, so a memory budget that drops them is wrong (or the memory model is).
   for (const std::string name :
