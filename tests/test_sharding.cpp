@@ -249,3 +249,11 @@ TEST_CASE("the dry run matches the n-th collective of a stage across replicas") 
   CHECK(unit_cost(ActionKind::RESHARD) == 0);
   CHECK(unit_cost(ActionKind::REDUCE_GRAD) == 0);
 }
+
+TEST_CASE("the schedule JSON names ZeRO-3's gather granularity") {
+  CHECK_THAT(to_json(lower(generate(ScheduleKind::OneFOneB, layer_layout(2, 2, 2)))),
+             Contains("\"zero3_gather\": \"layer\""));
+  CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 3)),
+             Contains("\"zero3_gather\": \"stage\""));
+  CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 2)), !Contains("zero3_gather"));
+}
