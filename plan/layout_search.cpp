@@ -137,8 +137,9 @@ std::string reason_of(const Violation& violation, const Settings& settings) {
 class ProxyCache {
  public:
   std::shared_ptr<const sched::Schedule> get(const LayoutSpec& l, const sched::PassTimes& t) {
-    const auto key = std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches,
-                                std::min(l.dp, 2), l.dp_sync, l.zero, t.f, t.i, t.w, t.comm);
+    const auto key =
+        std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches, std::min(l.dp, 2), l.dp_sync,
+                   l.zero, l.zero3_gather, t.f, t.i, t.w, t.comm);
     {
       std::lock_guard lock(mutex_);
       if (const auto it = proxies_.find(key); it != proxies_.end()) return it->second;
@@ -150,8 +151,8 @@ class ProxyCache {
 
  private:
   std::mutex mutex_;
-  std::map<std::tuple<sched::ScheduleKind, int, int, int, int, sched::DpSync, int, double, double,
-                      double, double>,
+  std::map<std::tuple<sched::ScheduleKind, int, int, int, int, sched::DpSync, int,
+                      sched::Zero3Gather, double, double, double, double>,
            std::shared_ptr<const sched::Schedule>>
       proxies_;
 };

@@ -31,6 +31,9 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
       {!l.tp_comm_overlap, "layout.tp_comm_overlap",
        "false (overlapping the tensor-parallel collectives is simulated only)"},
       {l.offload == Offload::None, "layout.offload", "none (offloading is simulated only)"},
+      {l.zero != 3 || l.zero3_gather == sched::Zero3Gather::Stage, "layout.zero3_gather",
+       "stage with layout.zero 3 (the runtime gathers whole stages; per-layer gathering is "
+       "simulated only)"},
   };
   std::vector<Violation> violations;
   for (const Requirement& q : requirements)

@@ -44,6 +44,23 @@ inline constexpr NameTable<DpSync, 3> kDpSyncNames{{{
     {"weight-average", DpSync::WeightAverage},
 }}};
 
+/// When ZeRO-3 gathers a stage's parameters (layout.zero3_gather).
+enum class Zero3Gather {
+  /// Each layer (FSDP unit) just before each F, B, I and W runs, the next prefetched under it,
+  /// freed after; gradients reduce-scattered after every microbatch's backward: DeepSpeed ZeRO-3
+  /// and PyTorch FSDP/FSDP2 without pipelining.
+  Layer,
+  /// The whole stage once before the first forward and once before the first backward, held
+  /// across the microbatches; gradients reduced once per step: dtwin's runtime, and FSDP2 under
+  /// pipeline parallelism with reshard_after_forward=False.
+  Stage,
+};
+
+inline constexpr NameTable<Zero3Gather, 2> kZero3GatherNames{{{
+    {"layer", Zero3Gather::Layer},
+    {"stage", Zero3Gather::Stage},
+}}};
+
 /// The schedule generators (see schedules/generators.hpp), as layout.schedule names them.
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1, Zb1p, Zb2p };
 
@@ -73,6 +90,9 @@ struct Layout {
   int zero = 0;
   /// Ranks per TP group (the tensor-parallel degree).
   int tp = 1;
+  /// With zero 3: per layer around every compute action, or per stage (see Zero3Gather). Stage
+  /// here (the IR's long-standing placement); the scenario key defaults to layer.
+  Zero3Gather zero3_gather = Zero3Gather::Stage;
 
   int num_stages() const { return pp * virtual_stages; }
   /// TP groups (action lists): dp*pp.

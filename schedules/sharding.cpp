@@ -72,6 +72,20 @@ void place(const Layout& layout, const ActionList& actions, int stage, Insertion
   } else if (layout.zero < 3) {
     add_after(span.last_backward, ActionKind::REDUCE_GRAD);
     add_after(span.optim, ActionKind::UNSHARD);
+  } else if (layout.zero3_gather == Zero3Gather::Layer) {
+    // Around every pass, as DeepSpeed ZeRO-3 and FSDP gather, run and free each layer; each
+    // microbatch's gradients reduced after its last backward.
+    std::map<int, int> last_backward;  // microbatch -> index
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const Action& a = actions[i];
+      if (a.stage != stage || !is_compute(a.kind)) continue;
+      add_before(i, ActionKind::UNSHARD);
+      add_after(i, ActionKind::RESHARD);
+      if (is_backward(a.kind)) last_backward[a.microbatch] = i;
+    }
+    std::map<int, int> by_index;  // reductions in list order
+    for (const auto& [microbatch, i] : last_backward) by_index[i] = microbatch;
+    for (const auto& [i, microbatch] : by_index) add_after(i, ActionKind::REDUCE_GRAD);
   } else {
     add_before(span.first_forward, ActionKind::UNSHARD);
     add_after(span.last_early_forward, ActionKind::RESHARD);

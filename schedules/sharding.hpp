@@ -13,10 +13,13 @@ namespace dtwin::sched {
 ///   after its OPTIM for `weight-average`;
 /// - zero 1 and 2: REDUCE_GRAD after the last backward, UNSHARD (all-gather of the updated
 ///   parameters) after OPTIM;
-/// - zero 3: UNSHARD before the first F, RESHARD after the last F that precedes the first
-///   backward, UNSHARD before the first backward (B or I), RESHARD then REDUCE_GRAD after the last
-///   backward (B or W). Forwards that run after the first backward (1F1B's steady state) use the
-///   backward's gathered parameters.
+/// - zero 3, zero3_gather stage: UNSHARD before the first F, RESHARD after the last F that
+///   precedes the first backward, UNSHARD before the first backward (B or I), RESHARD then
+///   REDUCE_GRAD after the last backward (B or W). Forwards that run after the first backward
+///   (1F1B's steady state) use the backward's gathered parameters.
+/// - zero 3, zero3_gather layer: UNSHARD before and RESHARD after every F, B, I and W of the
+///   stage (each stands for its layers' gathers, DeepSpeed ZeRO-3 / FSDP), and REDUCE_GRAD after
+///   each microbatch's last backward (B, or W when split), after its RESHARD.
 /// With dp = 1 there is no data-parallel group and nothing is added. Throws
 /// std::invalid_argument if zero is not 0..3, or above 0 with a dp_sync other than `allreduce`.
 Schedule add_data_parallel_sync(const Schedule& schedule);

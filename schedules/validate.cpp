@@ -223,6 +223,22 @@ class Validator {
     return last;
   }
 
+  // F, B, I and W (or F only) of `stage` on rank r.
+  int count_compute(int r, int stage, bool forward_only) const {
+    int n = 0;
+    for (const Action& a : s_.ranks[r])
+      if (a.stage == stage && is_compute(a.kind) && (!forward_only || a.kind == ActionKind::F)) ++n;
+    return n;
+  }
+  int count_forwards(int r, int stage) const { return count_compute(r, stage, true); }
+
+  // Whether a B, I or W of `stage` runs on rank r between indices `from` and `to`.
+  bool backward_between(int r, int stage, int from, int to) const {
+    for (int i = from + 1; i < to; ++i)
+      if (s_.ranks[r][i].stage == stage && is_backward(s_.ranks[r][i].kind)) return true;
+    return false;
+  }
+
   std::string stage_on(int stage, int r) const {
     return "stage " + std::to_string(stage) + " on " + rank_str(r);
   }
@@ -279,11 +295,25 @@ class Validator {
         check_stage_count(r, stage, kind, 0, why);
       return;
     }
-    check_stage_count(r, stage, ActionKind::REDUCE_GRAD, 1, "dp > 1, " + zero);
-    const int reduce = where(r, ActionKind::REDUCE_GRAD, stage, kNoMicrobatch).front();
+    const bool layers = layout_.zero == 3 && layout_.zero3_gather == Zero3Gather::Layer;
+    const int passes = count_compute(r, stage, false);
+    if (layers) {
+      check_stage_count(r, stage, ActionKind::REDUCE_GRAD, count_forwards(r, stage),
+                        "dp > 1, " + zero + " with zero3_gather layer: one per microbatch");
+      check_stage_count(r, stage, ActionKind::UNSHARD, passes,
+                        "zero3_gather layer: one per F, B, I and W");
+    } else {
+      check_stage_count(r, stage, ActionKind::REDUCE_GRAD, 1, "dp > 1, " + zero);
+    }
+    const std::vector<int> reduces = where(r, ActionKind::REDUCE_GRAD, stage, kNoMicrobatch);
+    const int reduce = reduces.back();
     if (reduce < last_compute(r, stage, true) || reduce > optim)
       fail(what + ": REDUCE_GRAD must come after the last backward and before OPTIM",
            {{r, reduce}});
+    for (size_t k = 1; k < reduces.size(); ++k)
+      if (!backward_between(r, stage, reduces[k - 1], reduces[k]))
+        fail(what + ": no backward between two REDUCE_GRAD",
+             {{r, reduces[k - 1]}, {r, reduces[k]}});
     if (layout_.zero == 3) {
       check_gathered(r, stage);
       return;

@@ -38,7 +38,9 @@ class ScheduleError : public std::runtime_error {
 ///   or REDUCE_GRAD; with dp > 1 and zero > 0 no ALLREDUCE and one REDUCE_GRAD per stage, after
 ///   its last backward and before its OPTIM, plus for zero 1 and 2 one UNSHARD after OPTIM and no
 ///   RESHARD, for zero 3 UNSHARD and RESHARD alternating from UNSHARD, every F, B, I and W of the
-///   stage between an UNSHARD and its RESHARD, and the step ending resharded; with dp = 1 no
+///   stage between an UNSHARD and its RESHARD, and the step ending resharded (with zero3_gather
+///   layer: one REDUCE_GRAD per microbatch, a backward between two, the last after the last
+///   backward, and one UNSHARD per F, B, I and W); with dp = 1 no
 ///   data-parallel actions; ComputeOnly: no communication, sync or optimizer actions at all;
 /// - the unit-time dry run finishes (no deadlock).
 void validate(const Schedule& schedule, Expect expect);

@@ -51,9 +51,10 @@ struct World {
   std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
   std::map<std::pair<int, int>, int> node_transfers;   // (from, to) node -> transfers under way
   std::vector<std::vector<trace::TimedAction>> sends;  // per rank, in posting order
-  std::vector<std::vector<double>> loop_end;    // per rank and step: when its last action ended
-  std::map<std::string, double> last_arrival;   // collective tag -> latest arrival
-  std::map<std::pair<int, int>, int> unshards;  // (rank, stage) -> UNSHARDs so far
+  std::vector<std::vector<double>> loop_end;      // per rank and step: when its last action ended
+  std::map<std::string, double> last_arrival;     // collective tag -> latest arrival
+  std::map<std::pair<int, int>, int> unshards;    // (rank, stage) -> UNSHARDs so far
+  std::map<std::pair<int, int>, int> reductions;  // (rank, stage) -> zero3_gather layer's so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
   std::vector<double> cpu;              // per rank: seconds of compute alone on its core so far
@@ -293,6 +294,11 @@ void run_collective(const World& world, const sim::Group& ring, ActionKind kind,
     ring_allreduce(group, bytes, world.collectives, world.platform);
 }
 
+// Whether ZeRO-3 gathers per layer (layout.zero3_gather layer) on a data-parallel group.
+bool gathers_layers(const sched::Layout& layout) {
+  return layout.zero == 3 && layout.zero3_gather == sched::Zero3Gather::Layer && layout.dp > 1;
+}
+
 // The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) of step `step` with
 // a tag unique to this instance, and the bytes it moves: gradients (at training.grad_precision),
 // the weights gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32
@@ -304,6 +310,8 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
         "ag:" + std::to_string(a.stage) + ":" + std::to_string(world.unshards[{rank, a.stage}]++);
   else if (a.kind == ActionKind::REDUCE_GRAD)
     group.tag = "rs:" + std::to_string(a.stage) + step_suffix(step);
+  if (a.kind == ActionKind::REDUCE_GRAD && gathers_layers(world.schedule.layout))
+    group.tag += ":" + std::to_string(world.reductions[{rank, a.stage}]++);  // one per microbatch
   if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
   const bool averaged = a.kind == ActionKind::ALLREDUCE &&
                         world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
@@ -311,13 +319,13 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
           averaged ? world.cost.parameter_bytes(a.stage) : world.cost.gradient_bytes(a.stage)};
 }
 
-// Runs a data-parallel collective of the stage and returns its exposed seconds: from the last
-// member's arrival to the end.
-double dp_collective(World& world, int rank, const Action& a, int step) {
+// Runs a data-parallel collective of the stage (`share` of its bytes) and returns its exposed
+// seconds: from the last member's arrival to the end.
+double dp_collective(World& world, int rank, const Action& a, int step, double share = 1) {
   const auto [group, bytes] = collective_of(world, rank, a, step);
   double& arrival = world.last_arrival[group.tag];
   arrival = std::max(arrival, sg4::Engine::get_clock());
-  run_collective(world, group, a.kind, bytes);
+  run_collective(world, group, a.kind, share == 1 ? bytes : bytes * share);
   return sg4::Engine::get_clock() - world.last_arrival[group.tag];
 }
 
@@ -391,6 +399,36 @@ double compute_with_buckets(World& world, int rank, const Action& a, const Insta
   return collectives;
 }
 
+// Under zero3_gather layer, the backward (B or W) that completes a microbatch's weight gradients,
+// computed in two shares: after its first gather unit's, the reduce-scatter of the other units'
+// gradients starts and runs under the rest, stretched by overlap_slowdown (DeepSpeed ZeRO-3 and
+// FSDP reduce-scatter each layer's gradients as its backward ends). The last unit's share is left
+// to the REDUCE_GRAD that follows, exposed. `slowdown`: the first share's (gathers in flight).
+double compute_with_layer_reduction(World& world, int rank, const Action& a,
+                                    const InstanceDraw& draw, int step, double slowdown,
+                                    InFlight& flight) {
+  const int units = world.cost.gather_units(a.stage);
+  double collectives = compute(world, rank, a, draw, 1.0 / units, slowdown);
+  if (units == 1) return collectives;
+  const Action reduction{a.stage, ActionKind::REDUCE_GRAD};
+  const auto [group, bytes] = collective_of(world, rank, reduction, step);
+  flight.buckets[a.stage].push_back(
+      start_collective(world, rank, group, reduction.kind, bytes * (units - 1) / units));
+  return collectives + compute(world, rank, a, draw, 1 - 1.0 / units, overlap_slowdown(world));
+}
+
+// Indices of the B or W that the next REDUCE_GRAD of its stage follows (zero3_gather layer).
+std::set<size_t> reduced_backwards(const sched::ActionList& actions) {
+  std::set<size_t> out;
+  std::map<int, size_t> last;  // stage -> its latest B or W
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action& a = actions[i];
+    if (a.kind == ActionKind::B || a.kind == ActionKind::W) last[a.stage] = i;
+    if (a.kind == ActionKind::REDUCE_GRAD && last.count(a.stage)) out.insert(last.at(a.stage));
+  }
+  return out;
+}
+
 // Index in the rank's list of each stage's last B or W: where its weight gradients are complete.
 std::map<int, size_t> last_gradient_actions(const sched::ActionList& actions) {
   std::map<int, size_t> last;
@@ -441,7 +479,9 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
   const sched::ActionList& actions = world.schedule.ranks[rank];
-  const bool buckets = spec.gradient_buckets();
+  const bool layers = gathers_layers(layout);
+  const bool buckets = spec.gradient_buckets() && !layers;  // layer mode reduces per layer
+  const std::set<size_t> reduced = layers ? reduced_backwards(actions) : std::set<size_t>{};
   InFlight flight;
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -487,13 +527,31 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
       }
       case ActionKind::ALLREDUCE:
       case ActionKind::REDUCE_GRAD:
-        event.exposed_comm = buckets ? join_all(flight.buckets[a.stage])
-                                     : dp_collective(world, rank, a, step) +
-                                           sync_local_seconds(world, rank, a.stage);
+        if (layers) {  // the other units' reductions, then the last unit's
+          const int units = world.cost.gather_units(a.stage);
+          event.exposed_comm = join_all(flight.buckets[a.stage]) +
+                               dp_collective(world, rank, a, step, 1.0 / units) +
+                               sync_local_seconds(world, rank, a.stage);
+        } else {
+          event.exposed_comm = buckets ? join_all(flight.buckets[a.stage])
+                                       : dp_collective(world, rank, a, step) +
+                                             sync_local_seconds(world, rank, a.stage);
+        }
         event.end = sg4::Engine::get_clock();
         break;
       case ActionKind::UNSHARD:
-        if (spec.overlap_param_gather) {
+        if (layers) {
+          // The first unit's gather exposed, the others prefetched under the pass (DeepSpeed
+          // ZeRO-3's and FSDP's gather of the next module while one runs).
+          const int units = world.cost.gather_units(a.stage);
+          event.exposed_comm = dp_collective(world, rank, a, step, 1.0 / units);
+          if (units > 1) {
+            const auto [group, gather_bytes] = collective_of(world, rank, a, step);
+            flight.gathers[a.stage].push_back(
+                start_collective(world, rank, group, a.kind, gather_bytes * (units - 1) / units));
+          }
+          event.end = sg4::Engine::get_clock();
+        } else if (spec.overlap_param_gather) {
           // Prefetched: ZeRO-3's gather runs under the stage's next computation, ZeRO-1/2's
           // under the next step's forward (Megatron-LM's overlap_param_gather).
           const auto [group, gather_bytes] = collective_of(world, rank, a, step);
@@ -515,8 +573,12 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         const double slowdown = prefetched ? overlap_slowdown(world) : 1;
         const bool last = buckets && sched::is_compute(a.kind) && last_gradient.count(a.stage) &&
                           last_gradient.at(a.stage) == i;
-        event.exposed_comm = last ? compute_with_buckets(world, rank, a, draw, step, flight)
-                                  : compute(world, rank, a, draw, 1, slowdown);
+        if (reduced.count(i))
+          event.exposed_comm =
+              compute_with_layer_reduction(world, rank, a, draw, step, slowdown, flight);
+        else
+          event.exposed_comm = last ? compute_with_buckets(world, rank, a, draw, step, flight)
+                                    : compute(world, rank, a, draw, 1, slowdown);
         if (prefetched) event.exposed_comm += join_all(flight.gathers[a.stage]);
         event.end = sg4::Engine::get_clock();
         if (records_cpu(world)) {
@@ -582,6 +644,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
       std::vector<std::vector<double>>(layout.group_count()),
+      {},
       {},
       {},
       std::vector<std::vector<trace::TimedAction>>(layout.group_count()),

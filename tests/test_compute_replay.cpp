@@ -68,6 +68,7 @@ TEST_CASE("the replay times a gradient synchronisation's own work apart from OPT
           {"model.d_model=64", "model.n_heads=2", "model.ffn_hidden=128", "model.n_layers=2",
            "model.seq_len=32", "cluster.ranks_per_device=2", "layout.pp=1", "layout.dp=2",
            "layout.microbatches=2", "layout.zero=" + zero,
+           "layout.zero3_gather=" + std::string(zero == "3" ? "stage" : "layer"),
            "layout.overlap_grad_reduce=" + buckets});
       const dtwin::CostModel cost(scenario);
       const auto seconds = dtwin::rt::replay_compute(

@@ -151,7 +151,7 @@ TEST_CASE(
     "single-rank run's") {
   check_layout("zero3",
                {"layout.dp=2", "layout.pp=1", "layout.microbatches=2", "cluster.ranks_per_device=2",
-                "layout.zero=3"},
+                "layout.zero=3", "layout.zero3_gather=stage"},
                true);
 }
 
@@ -178,7 +178,9 @@ TEST_CASE(
                                          "layout.bucket_size=64KiB"};
   const std::vector<std::string> dp2{"layout.dp=2", "layout.pp=1", "layout.microbatches=2"};
   check_layout("zero3-buckets",
-               with(with(dp2, buckets), {"cluster.ranks_per_device=2", "layout.zero=3"}), true);
+               with(with(dp2, buckets),
+                    {"cluster.ranks_per_device=2", "layout.zero=3", "layout.zero3_gather=stage"}),
+               true);
   const std::vector<std::string> tp2_sp_zero2 =
       with(dp2, {"layout.tp=2", "layout.sequence_parallel=true", "cluster.ranks_per_device=4",
                  "layout.zero=2"});

@@ -105,18 +105,19 @@ TEST_CASE("model.family accepts llama and gpt2", "[scenario]") {
 TEST_CASE("3D-parallel, ZeRO, recomputation, overlap and offload keys load through --set",
           "[scenario]") {
   const auto s = load_scenario(
-      kQuickstart,
-      {"layout.tp=2", "layout.dp=2", "layout.pp=1", "cluster.ranks_per_device=4",
-       "layout.sequence_parallel=true", "layout.tp_comm_overlap=true", "layout.zero=3",
-       "layout.recompute=selective", "layout.overlap_grad_reduce=true", "layout.bucket_size=25MB",
-       "layout.overlap_param_gather=true", "layout.offload=optimizer+params",
-       "cluster.device.host_link={bandwidth: 32GB/s, latency: 2us}", "model.attention=flash",
-       "cluster.device.model=h100-sxm"});
+      kQuickstart, {"layout.tp=2", "layout.dp=2", "layout.pp=1", "cluster.ranks_per_device=4",
+                    "layout.sequence_parallel=true", "layout.tp_comm_overlap=true", "layout.zero=3",
+                    "layout.zero3_gather=stage", "layout.recompute=selective",
+                    "layout.overlap_grad_reduce=true", "layout.bucket_size=25MB",
+                    "layout.overlap_param_gather=true", "layout.offload=optimizer+params",
+                    "cluster.device.host_link={bandwidth: 32GB/s, latency: 2us}",
+                    "model.attention=flash", "cluster.device.model=h100-sxm"});
   CHECK(s.layout.tp == 2);
   CHECK(s.world_size() == 4);
   CHECK(s.layout.sequence_parallel);
   CHECK(s.layout.tp_comm_overlap);
   CHECK(s.layout.zero == 3);
+  CHECK(s.layout.zero3_gather == dtwin::sched::Zero3Gather::Stage);
   CHECK(s.layout.recompute == dtwin::Recompute::Selective);
   CHECK(s.layout.overlap_grad_reduce);
   CHECK(s.layout.bucket_size == Approx(25e6));
@@ -129,6 +130,7 @@ TEST_CASE("3D-parallel, ZeRO, recomputation, overlap and offload keys load throu
   // Defaults: the layouts of the earlier scenarios.
   const auto plain = load_scenario(kQuickstart);
   CHECK(plain.layout.zero == 0);
+  CHECK(plain.layout.zero3_gather == dtwin::sched::Zero3Gather::Layer);
   CHECK(plain.layout.recompute == dtwin::Recompute::None);
   CHECK(plain.model.attention == dtwin::Attention::Eager);
   CHECK_FALSE(plain.layout.sequence_parallel);

@@ -107,6 +107,66 @@ TEST_CASE("placement of the ZeRO actions in 1F1B, dp 2 x pp 2") {
   }
 }
 
+/// zero_layout with zero 3 and zero3_gather layer.
+Layout layer_layout(int dp, int pp, int m, int v = 1) {
+  Layout layout = zero_layout(dp, pp, m, 3, v);
+  layout.zero3_gather = Zero3Gather::Layer;
+  return layout;
+}
+
+TEST_CASE("ZeRO-3 per layer: a gather around every pass, a reduction per microbatch") {
+  for (const auto& [name, kind] : kScheduleKindNames.entries())
+    for (int pp : {2, 4}) {
+      CAPTURE(name, pp);
+      const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
+      const Schedule plain = generate(kind, layer_layout(2, pp, 8, v));
+      const Schedule s = lower(plain);
+      CHECK_NOTHROW(validate(s, Expect::Lowered));
+      CHECK(dry_run(s).step_units == dry_run(plain).step_units);
+      for (int r = 0; r < s.layout.group_count(); ++r)
+        for (int c = 0; c < v; ++c) {
+          const int stage = c * pp + s.layout.pipeline_rank(r);
+          CAPTURE(r, stage);
+          const int passes = static_cast<int>(std::count_if(
+              s.ranks[r].begin(), s.ranks[r].end(),
+              [&](const Action& a) { return a.stage == stage && is_compute(a.kind); }));
+          CHECK(count(s, r, stage, ActionKind::UNSHARD) == passes);
+          CHECK(count(s, r, stage, ActionKind::RESHARD) == passes);
+          CHECK(count(s, r, stage, ActionKind::REDUCE_GRAD) == 8);
+        }
+    }
+}
+
+TEST_CASE("placement of per-layer ZeRO-3 actions in 1F1B, dp 2 x pp 2") {
+  const std::string rank0 =
+      "0UNSHARD 0F0 0SEND_F0 0RESHARD 0UNSHARD 0F1 0SEND_F1 0RESHARD 0UNSHARD 0RECV_B0 0B0 "
+      "0RESHARD 0REDUCE_GRAD 0UNSHARD 0RECV_B1 0B1 0RESHARD 0REDUCE_GRAD 0OPTIM";
+  const std::string rank2 =
+      "1UNSHARD 1RECV_F0 1F0 1RESHARD 1UNSHARD 1B0 1SEND_B0 1RESHARD 1REDUCE_GRAD 1UNSHARD "
+      "1RECV_F1 1F1 1RESHARD 1UNSHARD 1B1 1SEND_B1 1RESHARD 1REDUCE_GRAD 1OPTIM";
+  CHECK(to_text(lower(generate(ScheduleKind::OneFOneB, layer_layout(2, 2, 2)))) ==
+        "rank 0: " + rank0 + "\nrank 1: " + rank0 + "\nrank 2: " + rank2 + "\nrank 3: " + rank2 +
+            "\n");
+}
+
+TEST_CASE("the validator holds per-layer ZeRO-3 to a reduction per microbatch") {
+  const auto check = [](const std::string& actions) {
+    validate(parse_text(both_ranks(actions), "test", layer_layout(2, 1, 2)), Expect::Lowered);
+  };
+  CHECK_NOTHROW(check(
+      "0UNSHARD 0F0 0RESHARD 0UNSHARD 0F1 0RESHARD 0UNSHARD 0B0 0RESHARD 0REDUCE_GRAD 0UNSHARD "
+      "0B1 0RESHARD 0REDUCE_GRAD 0OPTIM"));
+  CHECK_THROWS_WITH(check("0UNSHARD 0F0 0RESHARD 0UNSHARD 0F1 0RESHARD 0UNSHARD 0B0 0RESHARD "
+                          "0UNSHARD 0B1 0RESHARD 0REDUCE_GRAD 0OPTIM"),
+                    Contains("has 1 REDUCE_GRAD, expected 2"));
+  CHECK_THROWS_WITH(check("0UNSHARD 0F0 0F1 0RESHARD 0UNSHARD 0B0 0RESHARD 0REDUCE_GRAD "
+                          "0UNSHARD 0B1 0RESHARD 0REDUCE_GRAD 0OPTIM"),
+                    Contains("has 3 UNSHARD, expected 4"));
+  CHECK_THROWS_WITH(check("0UNSHARD 0F0 0RESHARD 0UNSHARD 0F1 0RESHARD 0UNSHARD 0B0 0RESHARD "
+                          "0UNSHARD 0B1 0RESHARD 0REDUCE_GRAD 0REDUCE_GRAD 0OPTIM"),
+                    Contains("no backward between two REDUCE_GRAD"));
+}
+
 TEST_CASE("with dp = 1 the ZeRO stage adds nothing") {
   for (const auto& [name, kind] : kScheduleKindNames.entries()) {
     const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
@@ -188,4 +248,12 @@ TEST_CASE("the dry run matches the n-th collective of a stage across replicas") 
   CHECK(unit_cost(ActionKind::UNSHARD) == 0);
   CHECK(unit_cost(ActionKind::RESHARD) == 0);
   CHECK(unit_cost(ActionKind::REDUCE_GRAD) == 0);
+}
+
+TEST_CASE("the schedule JSON names ZeRO-3's gather granularity") {
+  CHECK_THAT(to_json(lower(generate(ScheduleKind::OneFOneB, layer_layout(2, 2, 2)))),
+             Contains("\"zero3_gather\": \"layer\""));
+  CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 3)),
+             Contains("\"zero3_gather\": \"stage\""));
+  CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 2)), !Contains("zero3_gather"));
 }

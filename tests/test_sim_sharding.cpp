@@ -69,7 +69,9 @@ TEST_CASE("ZeRO's collectives: all-reduce 2Ψ, reduce-scatter Ψ + all-gather Ψ
   const auto half = [](double bytes) { return (n - 1) * bytes / (n * kBandwidth); };
   for (int zero = 0; zero <= 3; ++zero) {
     CAPTURE(zero);
-    const auto x = exposed_by_kind(data_parallel(n, {"layout.zero=" + std::to_string(zero)}));
+    const auto x = exposed_by_kind(
+        data_parallel(n, {"layout.zero=" + std::to_string(zero),
+                          "layout.zero3_gather=" + std::string(zero == 3 ? "stage" : "layer")}));
     const double S = x.at("bytes");
     const double all_reduce = zero == 0 ? 2 * half(S) : 0;
     const double reduce_scatter = zero > 0 ? half(S) : 0;
@@ -78,6 +80,22 @@ TEST_CASE("ZeRO's collectives: all-reduce 2Ψ, reduce-scatter Ψ + all-gather Ψ
     CHECK(x.at("REDUCE_GRAD") == Approx(reduce_scatter).epsilon(0.005).margin(1e-12));
     CHECK(x.at("UNSHARD") == Approx(all_gather).epsilon(0.005).margin(1e-12));
   }
+}
+
+TEST_CASE(
+    "ZeRO-3 per layer: each pass exposes one unit's gather, each microbatch one unit's "
+    "reduce-scatter, the rest hidden under compute") {
+  const int n = 4;
+  const auto half = [](double bytes) { return (n - 1) * bytes / (n * kBandwidth); };
+  const Scenario scenario = data_parallel(n, {"layout.zero=3"});  // zero3_gather layer
+  const CostModel cost(scenario);
+  const int units = cost.gather_units(0), m = scenario.layout.microbatches;
+  REQUIRE(units == 8);  // quickstart's 6 layers, its embedding and its head
+  // Passes long enough (1 s) to hide the other units' gathers and reductions.
+  const auto x = exposed_by_kind(scenario, 1.0);
+  const double S = x.at("bytes");  // fp32: the weights' bytes too
+  CHECK(x.at("UNSHARD") == Approx(2 * m * half(S / units)).epsilon(0.005));
+  CHECK(x.at("REDUCE_GRAD") == Approx(m * half(S / units)).epsilon(0.005));
 }
 
 TEST_CASE("measured all-gather and reduce-scatter curves add their own CPU work per ring step") {
@@ -123,7 +141,9 @@ TEST_CASE("a gradient synchronisation adds the profile's own work beside its col
   const int n = 2;
   for (int zero : {0, 3}) {
     CAPTURE(zero);
-    const Scenario scenario = data_parallel(n, {"layout.zero=" + std::to_string(zero)});
+    const Scenario scenario =
+        data_parallel(n, {"layout.zero=" + std::to_string(zero),
+                          "layout.zero3_gather=" + std::string(zero == 3 ? "stage" : "layer")});
     const std::string kind = zero == 0 ? "ALLREDUCE" : "REDUCE_GRAD";
     const double plain = exposed_by_kind(scenario).at(kind);
     REQUIRE(plain > 0);

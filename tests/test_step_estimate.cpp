@@ -95,3 +95,31 @@ TEST_CASE("the zero-bubble heuristics order passes by the slowest stage's modell
   CHECK(none.f == 1);
   CHECK(none.comm == 0);
 }
+
+TEST_CASE("ZeRO-3 per layer holds the two largest units gathered, per stage the whole stage",
+          "[estimate]") {
+  // quickstart's LLaMA: the embedding (V·d) and the head (V·d + d) outweigh a layer.
+  const auto zero3 = [](const std::string& gather) {
+    return layout("1f1b", 2, 4, 1,
+                  {"layout.dp=2", "layout.zero=3", "layout.zero3_gather=" + gather,
+                   "cluster.ranks_per_device=4"});
+  };
+  const Scenario per_layer = zero3("layer"), per_stage = zero3("stage");
+  const CostModel layer_cost(per_layer), stage_cost(per_stage);
+  const double V = per_layer.model.vocab_size, d = per_layer.model.d_model;
+  const double layer_params = (layer_cost.stage(0).params - V * d) / 2;
+  for (int s = 0; s < 2; ++s) {
+    CAPTURE(s);
+    CHECK(layer_cost.gather_units(s) == 3);  // two layers and the embedding or the head
+    const double params = layer_cost.stage(s).params;
+    CHECK(layer_cost.gathered_unit_params(s) == Approx(params - layer_params));
+    CHECK(stage_cost.gathered_weight_bytes(s) == Approx(params * stage_cost.bytes_per_element()));
+    CHECK(layer_cost.gathered_weight_bytes(s) / stage_cost.gathered_weight_bytes(s) ==
+          Approx((params - layer_params) / params));
+    CHECK(layer_cost.gathered_gradient_bytes(s) / stage_cost.gathered_gradient_bytes(s) ==
+          Approx((params - layer_params) / params));
+  }
+  const StepEstimate layer_estimate = estimate_step(per_layer, layer_cost);
+  const StepEstimate stage_estimate = estimate_step(per_stage, stage_cost);
+  for (int r = 0; r < 2; ++r) CHECK(layer_estimate.peak_bytes[r] < stage_estimate.peak_bytes[r]);
+}

@@ -177,12 +177,14 @@ TEST_CASE("ZeRO's gradient buckets reduce-scattered in the backward train the si
   // 64 KiB buckets: several per layer, so they straddle the replicas' shard boundary.
   const std::string buckets =
       " --set layout.overlap_grad_reduce=true --set layout.bucket_size=64KiB --set layout.zero=";
-  for (const char* zero : {"1", "2", "3"}) {
+  const std::string stage = " --set layout.zero3_gather=stage";  // the runtime's ZeRO-3
+  for (const std::string zero : {"1", "2", "3"}) {
     CAPTURE(zero);
-    check_equal(train(std::string("dp2-zero-buckets-") + zero,
-                      layout_args(2, 1, 2, "1f1b") + buckets + zero));
+    check_equal(train("dp2-zero-buckets-" + zero,
+                      layout_args(2, 1, 2, "1f1b") + buckets + zero + (zero == "3" ? stage : "")));
   }
-  check_equal(train("dp2-pp2-zero3-buckets", layout_args(2, 2, 2, "zb-h1") + buckets + "3"));
+  check_equal(
+      train("dp2-pp2-zero3-buckets", layout_args(2, 2, 2, "zb-h1") + buckets + "3" + stage));
   check_equal(train("dp2-tp2-sp-zero2-buckets", layout_args(2, 1, 2, "1f1b", 1, "allreduce", 2) +
                                                     buckets + "2" +
                                                     " --set layout.sequence_parallel=true"));
@@ -199,7 +201,8 @@ TEST_CASE("ZeRO 1, 2 and 3 over dp=2 train the single-rank model, ZeRO 3 with ha
   std::map<int, std::vector<double>> measured;
   for (int zero : {1, 2, 3}) {
     CAPTURE(zero);
-    const std::string args = dp2 + " --set layout.zero=" + std::to_string(zero);
+    const std::string args = dp2 + " --set layout.zero=" + std::to_string(zero) +
+                             (zero == 3 ? " --set layout.zero3_gather=stage" : "");
     const Trained sharded = train_run("zero" + std::to_string(zero), args);
     check_equal(sharded.losses);
     // Measured weights, gradients and AdamW state at the optimizer step are what the
@@ -225,8 +228,9 @@ TEST_CASE("ZeRO 3 under pipelines: dp=2 x pp=2 with 1F1B and ZB-H1 train the sin
           "[threads]") {
   for (const char* schedule : {"1f1b", "zb-h1"}) {
     CAPTURE(schedule);
-    check_equal(train(std::string("dp2-pp2-zero3-") + schedule,
-                      layout_args(2, 2, 2, schedule) + " --set layout.zero=3"));
+    check_equal(train(
+        std::string("dp2-pp2-zero3-") + schedule,
+        layout_args(2, 2, 2, schedule) + " --set layout.zero=3 --set layout.zero3_gather=stage"));
   }
 }
 

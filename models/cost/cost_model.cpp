@@ -6,8 +6,10 @@
 #include "models/cost/parallel_memory.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace dtwin {
 namespace {
@@ -341,12 +343,39 @@ double CostModel::static_memory_bytes(int s) const {
                            bytes_per_element_, grad_bytes_per_element_);
 }
 
+namespace {
+
+bool gathers_layers(const LayoutSpec& l) {
+  return l.zero == 3 && l.zero3_gather == sched::Zero3Gather::Layer;
+}
+
+}  // namespace
+
+double CostModel::gathered_unit_params(int s) const {
+  const StageCost& c = stage(s);
+  const Shape shape = shape_of(model_);
+  std::vector<double> units(std::min(c.num_layers, 2), shape.layer_params);
+  const double rest = c.params - c.num_layers * shape.layer_params;  // embedding and head
+  const double embedding = c.has_embedding ? std::min(shape.embedding, rest) : 0;
+  if (embedding > 0) units.push_back(embedding);
+  if (rest - embedding > 0) units.push_back(rest - embedding);
+  std::sort(units.begin(), units.end(), std::greater<>());
+  return units.size() < 2 ? c.params : units[0] + units[1];
+}
+
+int CostModel::gather_units(int s) const {
+  const StageCost& c = stage(s);
+  return std::max(1, c.num_layers + (c.has_embedding ? 1 : 0) + (c.has_head ? 1 : 0));
+}
+
 double CostModel::gathered_weight_bytes(int s) const {
-  return stage(s).params / layout_.tp * bytes_per_element_;
+  const double params = gathers_layers(layout_) ? gathered_unit_params(s) : stage(s).params;
+  return params / layout_.tp * bytes_per_element_;
 }
 
 double CostModel::gathered_gradient_bytes(int s) const {
-  return stage(s).params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
+  const double params = gathers_layers(layout_) ? gathered_unit_params(s) : stage(s).params;
+  return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
 }
 
 double CostModel::total_params() const {

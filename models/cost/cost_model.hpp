@@ -182,14 +182,23 @@ class CostModel {
   double static_memory_bytes(int s) const;
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
-  /// the whole params / tp at bytes_per_element(). The 1/dp shard that static_memory_bytes
+  /// the whole params / tp at bytes_per_element() with layout.zero3_gather stage, the two
+  /// largest units (gathered_unit_params) with layer. The 1/dp shard that static_memory_bytes
   /// counts stays allocated beside them, as PyTorch FSDP's sharded and unsharded flat parameters
   /// do.
   double gathered_weight_bytes(int s) const;
-  /// Bytes per GPU of stage `s`'s gradients beyond its 1/dp shard while ZeRO 2 or 3 accumulates
-  /// them over the microbatches (the stage's first backward to its REDUCE_GRAD):
-  /// params / tp · grad_bytes_per_element() · (1 - 1/dp).
+  /// Bytes per GPU of stage `s`'s gradients beyond its 1/dp shard while ZeRO 2 or 3 holds them
+  /// unreduced (the first backward to its REDUCE_GRAD): params / tp · grad_bytes_per_element() ·
+  /// (1 - 1/dp), of gathered_unit_params with zero 3 and zero3_gather layer (each layer's
+  /// gradients are reduce-scattered as its backward ends, so about two layers' are held).
   double gathered_gradient_bytes(int s) const;
+  /// Parameters of stage `s`'s two largest gather units under zero3_gather layer: the running
+  /// unit and the prefetched one (DeepSpeed ZeRO-3's and FSDP's one-module prefetch), units being
+  /// its transformer layers, its embedding and its head (final norm, LM head).
+  double gathered_unit_params(int s) const;
+  /// Transformer layers of stage `s`, counting the embedding and the head as one unit each:
+  /// the gathers per pass under zero3_gather layer.
+  int gather_units(int s) const;
 
   /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
   /// the sum of stage(s).params exceeds it by V·d exactly when the model is gpt2 and

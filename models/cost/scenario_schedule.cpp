@@ -10,7 +10,7 @@ namespace dtwin {
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
   return {spec.dp,   spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync,
-          spec.zero, spec.tp};
+          spec.zero, spec.tp, spec.zero3_gather};
 }
 
 sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {

@@ -69,7 +69,10 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const LayoutSpec& l = scenario.layout;
   if (l.dp == 1) return 0;
   const LinkSpec& link = dp_link(scenario);
-  const double zero3 = l.zero == 3 ? 1.5 : 1;  // ZeRO-3 also gathers the weights for B
+  // ZeRO-3 also gathers the weights for B: (2 gathers + 1 reduce-scatter) / 2 per step with
+  // zero3_gather stage, per microbatch with layer (counted exposed: an upper bound).
+  const bool layers = l.zero3_gather == sched::Zero3Gather::Layer;
+  const double zero3 = l.zero == 3 ? 1.5 * (layers ? l.microbatches : 1) : 1;
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
   const double exposed =
       l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
@@ -89,8 +92,9 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
 }  // namespace
 
 sched::Schedule memory_proxy(const LayoutSpec& l, const sched::PassTimes& times) {
-  const sched::Layout layout{std::min(l.dp, 2), l.pp,      l.virtual_stages,
-                             l.microbatches,    l.dp_sync, l.zero};
+  const sched::Layout layout{
+      std::min(l.dp, 2), l.pp, l.virtual_stages, l.microbatches, l.dp_sync, l.zero, 1,
+      l.zero3_gather};
   return sched::lower(sched::generate(l.schedule, layout, times));
 }
 

@@ -50,6 +50,8 @@ struct LayoutSpec {
   /// --tp-comm-overlap, Transformer Engine userbuffers; needs sequence_parallel)
   bool tp_comm_overlap = false;
   int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
+  /// ZeRO-3's gather granularity: per layer (DeepSpeed ZeRO-3, FSDP) or per stage
+  sched::Zero3Gather zero3_gather = sched::Zero3Gather::Layer;
   Recompute recompute = Recompute::None;
   bool overlap_grad_reduce = false;   ///< reduce gradient buckets while the backward runs
   double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default

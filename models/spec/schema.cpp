@@ -260,6 +260,13 @@ std::vector<FieldSpec> make_fields() {
                             3, "0, 1, 2 or 3"),
                    &S::layout, &L::zero));
   f.push_back(bind_enum(
+      choice("layout.zero3_gather", false,
+             "with zero 3: gather each layer just before each pass and reduce-scatter every "
+             "microbatch's gradients (DeepSpeed ZeRO-3, FSDP), or the whole stage before the "
+             "first forward and backward, held across microbatches (dtwin's runtime)",
+             "", "parallelism.fsdp_reshard_after_forward (never: stage, under pipelining)"),
+      sched::kZero3GatherNames, &S::layout, &L::zero3_gather));
+  f.push_back(bind_enum(
       choice("layout.recompute", false, "activation recomputation (Korthikanti et al. 2022, §4)",
              "--recompute-granularity", "activation_checkpoint.mode"),
       kRecomputeNames, &S::layout, &L::recompute));

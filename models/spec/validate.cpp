@@ -114,6 +114,10 @@ void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
     out.push_back({{"layout.dp_sync"},
                    "all-reduce when layout.overlap_grad_reduce is true (gradient buckets are "
                    "reduced)"});
+  if (l.zero3_gather != sched::Zero3Gather::Layer && l.zero != 3)
+    out.push_back({{"layout.zero3_gather"},
+                   "layer (the default) unless layout.zero = 3 (only ZeRO-3 gathers parameters "
+                   "for the passes)"});
   if (l.overlap_param_gather && l.zero == 0)
     out.push_back({{"layout.overlap_param_gather"},
                    "false unless layout.zero > 0 (only sharded parameters are gathered)"});
