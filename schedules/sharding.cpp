@@ -83,9 +83,7 @@ void place(const Layout& layout, const ActionList& actions, int stage, Insertion
       add_after(i, ActionKind::RESHARD);
       if (is_backward(a.kind)) last_backward[a.microbatch] = i;
     }
-    std::map<int, int> by_index;  // reductions in list order
-    for (const auto& [microbatch, i] : last_backward) by_index[i] = microbatch;
-    for (const auto& [i, microbatch] : by_index) add_after(i, ActionKind::REDUCE_GRAD);
+    for (const auto& [microbatch, i] : last_backward) add_after(i, ActionKind::REDUCE_GRAD);
   } else {
     add_before(span.first_forward, ActionKind::UNSHARD);
     add_after(span.last_early_forward, ActionKind::RESHARD);

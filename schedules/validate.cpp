@@ -230,7 +230,6 @@ class Validator {
       if (a.stage == stage && is_compute(a.kind) && (!forward_only || a.kind == ActionKind::F)) ++n;
     return n;
   }
-  int count_forwards(int r, int stage) const { return count_compute(r, stage, true); }
 
   // Whether a B, I or W of `stage` runs on rank r between indices `from` and `to`.
   bool backward_between(int r, int stage, int from, int to) const {
@@ -298,7 +297,7 @@ class Validator {
     const bool layers = layout_.zero == 3 && layout_.zero3_gather == Zero3Gather::Layer;
     const int passes = count_compute(r, stage, false);
     if (layers) {
-      check_stage_count(r, stage, ActionKind::REDUCE_GRAD, count_forwards(r, stage),
+      check_stage_count(r, stage, ActionKind::REDUCE_GRAD, count_compute(r, stage, true),
                         "dp > 1, " + zero + " with zero3_gather layer: one per microbatch");
       check_stage_count(r, stage, ActionKind::UNSHARD, passes,
                         "zero3_gather layer: one per F, B, I and W");

@@ -294,11 +294,6 @@ void run_collective(const World& world, const sim::Group& ring, ActionKind kind,
     ring_allreduce(group, bytes, world.collectives, world.platform);
 }
 
-// Whether ZeRO-3 gathers per layer (layout.zero3_gather layer) on a data-parallel group.
-bool gathers_layers(const sched::Layout& layout) {
-  return layout.zero == 3 && layout.zero3_gather == sched::Zero3Gather::Layer && layout.dp > 1;
-}
-
 // The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) of step `step` with
 // a tag unique to this instance, and the bytes it moves: gradients (at training.grad_precision),
 // the weights gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32
@@ -310,7 +305,7 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
         "ag:" + std::to_string(a.stage) + ":" + std::to_string(world.unshards[{rank, a.stage}]++);
   else if (a.kind == ActionKind::REDUCE_GRAD)
     group.tag = "rs:" + std::to_string(a.stage) + step_suffix(step);
-  if (a.kind == ActionKind::REDUCE_GRAD && gathers_layers(world.schedule.layout))
+  if (a.kind == ActionKind::REDUCE_GRAD && world.scenario.layout.gathers_layers())
     group.tag += ":" + std::to_string(world.reductions[{rank, a.stage}]++);  // one per microbatch
   if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
   const bool averaged = a.kind == ActionKind::ALLREDUCE &&
@@ -325,7 +320,7 @@ double dp_collective(World& world, int rank, const Action& a, int step, double s
   const auto [group, bytes] = collective_of(world, rank, a, step);
   double& arrival = world.last_arrival[group.tag];
   arrival = std::max(arrival, sg4::Engine::get_clock());
-  run_collective(world, group, a.kind, share == 1 ? bytes : bytes * share);
+  run_collective(world, group, a.kind, bytes * share);
   return sg4::Engine::get_clock() - world.last_arrival[group.tag];
 }
 
@@ -473,15 +468,16 @@ void finish_late_receive(World& world, double posted, int busy) {
   if (end > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(end);
 }
 
-// One step of `rank`'s list of actions; `last_gradient`: last_gradient_actions of the list.
-void run_step(World& world, int rank, int step, const std::map<int, size_t>& last_gradient) {
+// One step of `rank`'s list of actions; `last_gradient`: last_gradient_actions of the list;
+// `reduced`: its reduced_backwards under zero3_gather layer, else empty.
+void run_step(World& world, int rank, int step, const std::map<int, size_t>& last_gradient,
+              const std::set<size_t>& reduced) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
   const sched::ActionList& actions = world.schedule.ranks[rank];
-  const bool layers = gathers_layers(layout);
-  const bool buckets = spec.gradient_buckets() && !layers;  // layer mode reduces per layer
-  const std::set<size_t> reduced = layers ? reduced_backwards(actions) : std::set<size_t>{};
+  const bool layers = spec.gathers_layers();
+  const bool buckets = spec.gradient_buckets();
   InFlight flight;
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
@@ -594,10 +590,13 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
 
 // options.steps steps of `rank`, each after every rank ended the one before.
 void run_rank(World& world, int rank) {
-  const std::map<int, size_t> last_gradient = last_gradient_actions(world.schedule.ranks[rank]);
+  const sched::ActionList& actions = world.schedule.ranks[rank];
+  const std::map<int, size_t> last_gradient = last_gradient_actions(actions);
+  const std::set<size_t> reduced =
+      world.scenario.layout.gathers_layers() ? reduced_backwards(actions) : std::set<size_t>{};
   for (int step = 0; step < world.options.steps; ++step) {
     if (step > 0) world.step_end->wait();
-    run_step(world, rank, step, last_gradient);
+    run_step(world, rank, step, last_gradient, reduced);
   }
 }
 

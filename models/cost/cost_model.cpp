@@ -343,14 +343,6 @@ double CostModel::static_memory_bytes(int s) const {
                            bytes_per_element_, grad_bytes_per_element_);
 }
 
-namespace {
-
-bool gathers_layers(const LayoutSpec& l) {
-  return l.zero == 3 && l.zero3_gather == sched::Zero3Gather::Layer;
-}
-
-}  // namespace
-
 double CostModel::gathered_unit_params(int s) const {
   const StageCost& c = stage(s);
   const Shape shape = shape_of(model_);
@@ -369,12 +361,12 @@ int CostModel::gather_units(int s) const {
 }
 
 double CostModel::gathered_weight_bytes(int s) const {
-  const double params = gathers_layers(layout_) ? gathered_unit_params(s) : stage(s).params;
+  const double params = layout_.gathers_layers() ? gathered_unit_params(s) : stage(s).params;
   return params / layout_.tp * bytes_per_element_;
 }
 
 double CostModel::gathered_gradient_bytes(int s) const {
-  const double params = gathers_layers(layout_) ? gathered_unit_params(s) : stage(s).params;
+  const double params = layout_.gathers_layers() ? gathered_unit_params(s) : stage(s).params;
   return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
 }
 

@@ -71,8 +71,7 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const LinkSpec& link = dp_link(scenario);
   // ZeRO-3 also gathers the weights for B: (2 gathers + 1 reduce-scatter) / 2 per step with
   // zero3_gather stage, per microbatch with layer (counted exposed: an upper bound).
-  const bool layers = l.zero3_gather == sched::Zero3Gather::Layer;
-  const double zero3 = l.zero == 3 ? 1.5 * (layers ? l.microbatches : 1) : 1;
+  const double zero3 = l.zero == 3 ? 1.5 * (l.gathers_layers() ? l.microbatches : 1) : 1;
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
   const double exposed =
       l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;

@@ -57,9 +57,15 @@ struct LayoutSpec {
   double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
   bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
   Offload offload = Offload::None;
+  /// True where ZeRO-3 gathers per layer on a data-parallel group (zero 3, zero3_gather layer,
+  /// dp > 1): each pass gathers its layers, each microbatch's gradients are reduce-scattered.
+  bool gathers_layers() const {
+    return zero == 3 && zero3_gather == sched::Zero3Gather::Layer && dp > 1;
+  }
   /// True where the gradients are reduced in buckets during the last backward
-  /// (overlap_grad_reduce with more than one replica), not by the ALLREDUCE or REDUCE_GRAD.
-  bool gradient_buckets() const { return overlap_grad_reduce && dp > 1; }
+  /// (overlap_grad_reduce with more than one replica), not by the ALLREDUCE or REDUCE_GRAD;
+  /// never under gathers_layers, which reduces each layer's as its backward ends.
+  bool gradient_buckets() const { return overlap_grad_reduce && dp > 1 && !gathers_layers(); }
 };
 
 struct TrainingSpec {
