@@ -111,6 +111,18 @@ TEST_CASE("validate() names the keys of each rule on typed scenarios", "[scenari
   CHECK(blamed(s) == std::set<std::string>{"layout.microbatches"});
 
   s = base;
+  s.model.n_kv_heads = 4;  // not a divisor of the 6 heads
+  CHECK(blamed(s) == std::set<std::string>{"model.n_kv_heads"});
+  s.layout.tp = 2;
+  s.cluster.ranks_per_device = 6;
+  for (const int kv : {1, 2, 6}) {  // replicated on 2 GPUs each, split, one per head
+    s.model.n_kv_heads = kv;
+    CHECK(validate(s).empty());
+  }
+  s.model.n_kv_heads = 3;  // neither a multiple nor a divisor of tp 2
+  CHECK(blamed(s) == std::set<std::string>{"layout.tp"});
+
+  s = base;
   s.layout.bucket_size = 0;  // an optional key at its default is valid
   s.cluster.device.host_link = {};
   CHECK(validate(s).empty());

@@ -26,9 +26,14 @@ struct ModelSpec {
   int d_model = 0;
   int n_layers = 0;
   int n_heads = 0;
+  /// Key/value heads (grouped-query attention, Ainslie et al. 2023; 1 = multi-query attention,
+  /// Shazeer 2019): each serves n_heads / n_kv_heads query heads. 0 = n_heads (multi-head).
+  int n_kv_heads = 0;
   int ffn_hidden = 0;  ///< width of the feed-forward hidden layer (SwiGLU or GELU MLP)
   int seq_len = 0;     ///< tokens per sequence
   Attention attention = Attention::Eager;
+  /// n_kv_heads, or n_heads where it is 0.
+  int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
 
 /// How GPUs split the model and the batch. World size = dp * pp * tp, numbered as Megatron-LM

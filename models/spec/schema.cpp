@@ -188,6 +188,14 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(integer("model.n_heads", true, 1, "attention heads", "--num-attention-heads",
                            "model.n_heads"),
                    &S::model, &M::n_heads));
+  f.push_back(
+      bind(noted(integer("model.n_kv_heads", false, 1,
+                         "key/value heads (grouped-query attention; 1 = multi-query), "
+                         "dividing n_heads; with tp > 1 a multiple of tp, or a divisor of "
+                         "it (each head then replicated on tp / n_kv_heads ranks)",
+                         "--num-query-groups (with --group-query-attention)", "model.n_kv_heads"),
+                 "n_heads (multi-head attention)"),
+           &S::model, &M::n_kv_heads));
   f.push_back(bind(
       integer("model.ffn_hidden", true, 1,
               "width of the feed-forward hidden layer (SwiGLU or GELU MLP)", "--ffn-hidden-size"),

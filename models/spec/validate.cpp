@@ -46,6 +46,11 @@ void check_model(const ModelSpec& m, std::vector<Violation>& out) {
                                "rotary embeddings",
                                m.d_model, m.n_heads, m.d_model / m.n_heads)});
   }
+  if (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)
+    out.push_back({{"model.n_kv_heads", "model.n_heads"},
+                   fmt::format("model.n_kv_heads ({}) to divide model.n_heads ({}) (each key/value "
+                               "head serves a group of query heads)",
+                               m.n_kv_heads, m.n_heads)});
 }
 
 void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
@@ -81,7 +86,10 @@ void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violati
 }
 
 /// Megatron-LM splits heads, the feed-forward width, the vocabulary and, under sequence
-/// parallelism, the sequence over the tensor-parallel group.
+/// parallelism, the sequence over the tensor-parallel group. Key/value heads are split where tp
+/// divides n_kv_heads (Megatron-Core requires that) and replicated where n_kv_heads divides tp
+/// (each on tp / n_kv_heads ranks, as vLLM's QKVParallelLinear does;
+/// models/cost/attention_split.hpp).
 void check_tensor_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
   if (l.tp > 1) {
     const auto divides = [&](const std::string& key, int value) {
@@ -91,6 +99,13 @@ void check_tensor_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<
              fmt::format("{} ({}) to be a multiple of layout.tp ({})", key, value, l.tp)});
     };
     divides("model.n_heads", m.n_heads);
+    const int kv = m.kv_heads();
+    if (m.n_kv_heads > 0 && kv % l.tp != 0 && l.tp % kv != 0)
+      out.push_back({{"layout.tp", "model.n_kv_heads"},
+                     fmt::format("model.n_kv_heads ({}) to be a multiple or a divisor of layout.tp "
+                                 "({}) (key/value heads split or replicated over the "
+                                 "tensor-parallel group)",
+                                 kv, l.tp)});
     divides("model.ffn_hidden", m.ffn_hidden);
     divides("model.vocab_size", m.vocab_size);
     if (l.sequence_parallel) divides("model.seq_len", m.seq_len);
