@@ -1,5 +1,6 @@
 #include "models/cost/cost_model.hpp"
 
+#include "models/cost/attention_split.hpp"
 #include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
 #include "models/cost/nccl_model.hpp"
@@ -25,29 +26,42 @@ constexpr double kLossBytesPerElement = 4;
 struct Shape {
   double layer_params = 0;  ///< all parameters of a transformer layer
   double layer_matmul = 0;  ///< its weights that enter a matrix product
-  double embedding = 0;     ///< the first stage's lookup tables
-  double final_norm = 0;    ///< the last stage's norm
-  double head = 0;          ///< the LM head's matrix
-  bool tied_head = false;   ///< the head is the token embedding
-  double lookup_only = 0;   ///< lookup tables never used as a matrix product
+  /// The same two counts over a layer's tensor-parallel group: a key/value head replicated on
+  /// several GPUs (tp > n_kv_heads, models/cost/attention_split.hpp) counted on each of them.
+  double layer_params_held = 0;
+  double layer_matmul_held = 0;
+  double embedding = 0;    ///< the first stage's lookup tables
+  double final_norm = 0;   ///< the last stage's norm
+  double head = 0;         ///< the LM head's matrix
+  bool tied_head = false;  ///< the head is the token embedding
+  double lookup_only = 0;  ///< lookup tables never used as a matrix product
 };
 
-Shape shape_of(const ModelSpec& m) {
+/// The layers of `m` on a tensor-parallel group of `tp` (see cost_model.hpp's file comment).
+Shape shape_of(const ModelSpec& m, int tp) {
   const double d = m.d_model, f = m.ffn_hidden, V = m.vocab_size, s = m.seq_len;
+  const AttentionSplit heads = attention_split(m, tp);
+  const double kv_width = heads.kv * heads.head_dim;                  // of K, and of V
+  const double copies = (heads.kv_held - heads.kv) * heads.head_dim;  // replicated K (V) width
+  const double attention = 2 * d * d + 2 * d * kv_width;  // q and o d×d, k and v d×kv·hd
   Shape shape;
   shape.head = V * d;
   switch (m.family) {
     case ModelFamily::Llama:
-      shape.layer_matmul = 4 * d * d + 3 * d * f;
+      shape.layer_matmul = attention + 3 * d * f;
       shape.layer_params = shape.layer_matmul + 2 * d;  // two RMSNorm weights
+      shape.layer_matmul_held = shape.layer_matmul + 2 * d * copies;
+      shape.layer_params_held = shape.layer_params + 2 * d * copies;
       shape.embedding = V * d;
       shape.final_norm = d;
       shape.lookup_only = V * d;  // the token embedding; the untied head is a matrix product
       return shape;
     case ModelFamily::Gpt2:
-      shape.layer_matmul = 4 * d * d + 2 * d * f;
-      // attention biases 4d, MLP biases f + d, two LayerNorms (weight + bias) 4d
-      shape.layer_params = shape.layer_matmul + 4 * d + f + d + 4 * d;
+      shape.layer_matmul = attention + 2 * d * f;
+      // attention biases 2d + 2·kv·hd, MLP biases f + d, two LayerNorms (weight + bias) 4d
+      shape.layer_params = shape.layer_matmul + 2 * d + 2 * kv_width + f + d + 4 * d;
+      shape.layer_matmul_held = shape.layer_matmul + 2 * d * copies;
+      shape.layer_params_held = shape.layer_params + 2 * (d + 1) * copies;
       shape.embedding = V * d + s * d;  // token + position embeddings
       shape.final_norm = 2 * d;
       shape.tied_head = true;
@@ -197,7 +211,7 @@ CostModel::CostModel(const Scenario& scenario)
       layout_(scenario.layout),
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
       grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
-  const Shape shape = shape_of(model_);
+  const Shape shape = shape_of(model_, scenario.layout.tp);
   const StagePartition partition(scenario);
   bucket_params_ = partition.bucket_params;
   const double T = tokens_per_microbatch();
@@ -209,10 +223,11 @@ CostModel::CostModel(const Scenario& scenario)
   const double sp_shard = l.sequence_parallel ? t : 1;  // sequence-parallel regions hold s/t
 
   // Per layer, per microbatch, per GPU of the tensor-parallel group.
-  const double matmul_flops = 2 * T * shape.layer_matmul / t;  // the weight products' forward
-  const double attention_flops = 4 * T * s * d / t;            // QKᵀ and AV, forward
-  const LayerActivationShape layer_shape{
+  const double matmul_flops = 2 * T * shape.layer_matmul_held / t;  // the weight products' forward
+  const double attention_flops = 4 * T * s * d / t;                 // QKᵀ and AV, forward
+  LayerActivationShape layer_shape{
       s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
+  layer_shape.kv_ratio = attention_split(model_, l.tp).kv_held / a;
   const double layer_activation =
       layer_activation_bytes(layer_shape, l.recompute, model_.attention, bpe);
   const double layer_input_backward_freed =
@@ -254,7 +269,7 @@ CostModel::CostModel(const Scenario& scenario)
     static_cast<StageLayers&>(c) = layers;
 
     const double L = c.num_layers;
-    c.params = L * shape.layer_params;
+    c.params = L * shape.layer_params_held;
     c.forward_flops = L * (matmul_flops + attention_flops);
     c.recompute_flops = L * recompute_flops;
     c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
@@ -345,9 +360,9 @@ double CostModel::static_memory_bytes(int s) const {
 
 double CostModel::gathered_unit_params(int s) const {
   const StageCost& c = stage(s);
-  const Shape shape = shape_of(model_);
-  std::vector<double> units(std::min(c.num_layers, 2), shape.layer_params);
-  const double rest = c.params - c.num_layers * shape.layer_params;  // embedding and head
+  const Shape shape = shape_of(model_, layout_.tp);
+  std::vector<double> units(std::min(c.num_layers, 2), shape.layer_params_held);
+  const double rest = c.params - c.num_layers * shape.layer_params_held;  // embedding and head
   const double embedding = c.has_embedding ? std::min(shape.embedding, rest) : 0;
   if (embedding > 0) units.push_back(embedding);
   if (rest - embedding > 0) units.push_back(rest - embedding);
@@ -371,13 +386,13 @@ double CostModel::gathered_gradient_bytes(int s) const {
 }
 
 double CostModel::total_params() const {
-  const Shape shape = shape_of(model_);
+  const Shape shape = shape_of(model_, layout_.tp);
   return shape.embedding + model_.n_layers * shape.layer_params + shape.final_norm +
          (shape.tied_head ? 0 : shape.head);
 }
 
 double CostModel::non_embedding_params() const {
-  return total_params() - shape_of(model_).lookup_only;
+  return total_params() - shape_of(model_, layout_.tp).lookup_only;
 }
 
 double CostModel::model_flops_per_token() const {

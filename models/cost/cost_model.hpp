@@ -4,23 +4,33 @@
 // dimensions; the simulator turns it into seconds (or replaces it with a measured Profile).
 //
 // Notation: T = b·s tokens per microbatch (b = layout.micro_batch_size, s = model.seq_len),
-// d = d_model, f = ffn_hidden, V = vocab_size, a = n_heads, L = n_layers. A multiply-add counts as
-// 2 FLOPs. Only matrix products are counted: norms, activations, softmax, biases, residual adds
-// and the embedding lookup are element-wise and left out, as in Narayanan et al. 2021 ("Efficient
-// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", appendix "Floating-point
-// operations") and PaLM (Chowdhery et al. 2022, appendix B).
+// d = d_model, f = ffn_hidden, V = vocab_size, a = n_heads, kv = n_kv_heads (a unless given),
+// hd = d/a, L = n_layers. A multiply-add counts as 2 FLOPs. Only matrix products are counted:
+// norms, activations, softmax, biases, residual adds and the embedding lookup are element-wise and
+// left out, as in Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU
+// Clusters Using Megatron-LM", appendix "Floating-point operations") and PaLM (Chowdhery et al.
+// 2022, appendix B).
 //
-// Parameters per transformer layer:
-//  - llama: 4d² (q, k, v, o, no bias) + 3·d·f (SwiGLU gate, up, down) + 2d (two RMSNorm weights);
-//    token embedding V·d on the first stage; final RMSNorm d and an untied LM head V·d on the last
+// Parameters per transformer layer, with A = 2d² + 2·d·kv·hd the attention weights (q and o d×d,
+// k and v d×kv·hd: grouped-query attention, Ainslie et al. 2023, as LLaMA-2 70B and LLaMA-3 use
+// it, Touvron et al. 2023 §2.2; Megatron-Core's num_query_groups; A = 4d² for multi-head
+// attention, kv = a):
+//  - llama: A (no bias) + 3·d·f (SwiGLU gate, up, down) + 2d (two RMSNorm weights); token
+//    embedding V·d on the first stage; final RMSNorm d and an untied LM head V·d on the last
 //    stage (Touvron et al. 2023).
-//  - gpt2: 4d² + 4d (attention weights and biases) + 2·d·f + f + d (MLP weights and biases) + 4d
-//    (two LayerNorms, weight and bias); token and position embeddings V·d + s·d on the first
-//    stage; final LayerNorm 2d on the last stage (Radford et al. 2019). The LM head is tied to the
-//    token embedding. With more than one stage the last stage holds its own copy of the tied
+//  - gpt2: A + 2d + 2·kv·hd (attention weights and biases) + 2·d·f + f + d (MLP weights and
+//    biases) + 4d (two LayerNorms, weight and bias); token and position embeddings V·d + s·d on the
+//    first stage; final LayerNorm 2d on the last stage (Radford et al. 2019). The LM head is tied
+//    to the token embedding. With more than one stage the last stage holds its own copy of the tied
 //    matrix (V·d), as Megatron-LM does (its gradient is all-reduced with the first stage's in
 //    Megatron's "embedding group"; this model charges the copy to the last stage's parameters,
 //    memory and gradient bytes). With a single stage the tied matrix is counted once.
+//
+// A stage's params count what its tensor-parallel group holds: the layer's parameters, and where
+// tp > kv the copies of the key/value heads replicated on tp/kv GPUs each (2·(tp − kv)·hd·d more
+// weights per layer, and for gpt2 2·(tp − kv)·hd biases; models/cost/attention_split.hpp), so that
+// params / tp is what one GPU holds; the FLOPs per GPU likewise include the replicated heads'
+// projections. total_params() counts each parameter once.
 //
 // Stage s of the pp·v stages holds layout.stage_layers[s] consecutive layers, or n_layers/(pp·v)
 // when that list is empty; stage 0 has the embedding, stage pp·v − 1 the head (with interleaving,
@@ -54,7 +64,8 @@ struct KernelSeconds {
 /// of the layer's matrix products); params counts the whole stage.
 /// The stage's layers are those of the scenario's StagePartition.
 struct StageCost : StageLayers {
-  double params = 0;                 ///< parameters the stage owns (count)
+  double params = 0;  ///< parameters the stage's tensor-parallel group holds (count; see the file
+                      ///< comment for replicated key/value heads)
   double forward_flops = 0;          ///< F, per microbatch
   double input_backward_flops = 0;   ///< I: gradient w.r.t. inputs/activations, per microbatch
                                      ///< (with the recomputed forward's FLOPs)
@@ -86,11 +97,12 @@ struct StageCost : StageLayers {
 
 /// The costs of every pipeline stage of a scenario (see the file comment for the formulas).
 ///
-/// FLOPs per microbatch, with Wm the matrix-product weights of a layer (llama 4d² + 3·d·f, gpt2
-/// 4d² + 2·d·f):
+/// FLOPs per microbatch, with Wm the matrix-product weights of a layer (llama A + 3·d·f, gpt2
+/// A + 2·d·f; the group's, replicated key/value heads counted on each GPU):
 ///  - forward F, per layer: 2·T·Wm for the weight products plus 4·T·s·d for the attention score
 ///    (QKᵀ) and value (AV) products, counted in full (no causal halving) as PaLM appendix B and
-///    Narayanan et al. 2021 do; the LM head adds 2·T·d·V on the last stage.
+///    Narayanan et al. 2021 do (per query head, so the same with grouped-query attention); the LM
+///    head adds 2·T·d·V on the last stage.
 ///  - backward B = I + W = 2·F (Narayanan et al. 2021), split as in zero-bubble pipelines (Qi
 ///    et al. 2024, "Zero Bubble Pipeline Parallelism"): W, the weight gradients, costs the
 ///    weight products' forward again, 2·T·Wm per layer (+ 2·T·d·V for the head); I, the input
@@ -201,8 +213,8 @@ class CostModel {
   int gather_units(int s) const;
 
   /// Parameters of the model, each counted once (gpt2's tied embedding/head once, whatever pp is;
-  /// the sum of stage(s).params exceeds it by V·d exactly when the model is gpt2 and
-  /// num_stages() > 1).
+  /// the sum of stage(s).params exceeds it by V·d when the model is gpt2 and num_stages() > 1,
+  /// and by the replicated key/value heads' copies when tp > n_kv_heads).
   double total_params() const;
   /// N of the MFU formula: total_params() less the input lookup tables that are never used as a
   /// matrix product: the token embedding V·d for llama (whose LM head is a separate matrix that

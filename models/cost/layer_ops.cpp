@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/cost/attention_split.hpp"
 #include "models/cost/host_ops.hpp"
 
 namespace dtwin {
@@ -85,6 +86,8 @@ struct Dims {
   double T = 0;   ///< tokens per microbatch, b·s
   double Tn = 0;  ///< tokens of the norms, dropout and residual adds: T, or T/tp
   double s = 0, d = 0, f = 0, V = 0, a = 0, b = 0, tp = 1, e = 4;
+  double q_width = 0;   ///< query columns per GPU, (a/tp)·hd
+  double kv_width = 0;  ///< key (and value) columns per GPU, max(1, kv/tp)·hd
 };
 
 Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precision) {
@@ -99,6 +102,9 @@ Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precisi
   x.V = model.vocab_size;
   x.a = model.n_heads;
   x.e = element_bytes(precision);
+  const AttentionSplit heads = attention_split(model, layout.tp);
+  x.q_width = heads.q_per_gpu * heads.head_dim;
+  x.kv_width = heads.kv_per_gpu * heads.head_dim;
   return x;
 }
 
@@ -120,9 +126,9 @@ std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
   core.kind = model.attention;
   core.dropout = !llama;
 
-  std::vector<Step> steps = {norm("input_norm"), gemm("qkv", x.T, 3 * x.d / x.tp, x.d)};
+  std::vector<Step> steps = {norm("input_norm"), gemm("qkv", x.T, x.q_width + 2 * x.kv_width, x.d)};
   if (llama) {
-    const double qk = 2 * x.T * (x.d / x.tp) * x.e;
+    const double qk = x.T * (x.q_width + x.kv_width) * x.e;
     steps.push_back(memory("rotary", 2 * qk, 2 * qk));
   }
   steps.push_back(attention("attention", core));

@@ -5,12 +5,16 @@
 //
 // Notation as in models/cost/cost_model.hpp, per microbatch and per GPU: T = b·s tokens (b =
 // layout.micro_batch_size, s = model.seq_len), d = d_model, f = ffn_hidden, V = vocab_size,
-// a = n_heads, tp = layout.tp, e = bytes per element at the training precision. Tensor
-// parallelism splits as Megatron-LM does (Shoeybi et al. 2019): the QKV and MLP up/gate
-// projections by columns (n = 3d/tp, f/tp), the attention output and MLP down projections by
-// rows (k = d/tp, f/tp), a/tp heads per GPU; the LM head by vocabulary (n = V/tp). Norms,
-// dropout and residual adds run on all T tokens of every GPU of the group, or on T/tp of them
-// with sequence parallelism (Korthikanti et al. 2022); call that count Tn.
+// a = n_heads, hd = d/a, tp = layout.tp, e = bytes per element at the training precision; per
+// GPU, q = (a/tp)·hd query columns and c = kv'·hd key (and as many value) columns, kv' =
+// max(1, n_kv_heads/tp) key/value heads (models/cost/attention_split.hpp; c = d/tp for
+// multi-head attention). Tensor parallelism splits as Megatron-LM does (Shoeybi et al. 2019): the
+// QKV and MLP up/gate projections by columns (n = q + 2c, f/tp), the attention output and MLP down
+// projections by rows (k = d/tp, f/tp), a/tp heads per GPU; the LM head by vocabulary
+// (n = V/tp). The attention core's work is per query head, b·a/tp of them per GPU, whatever kv
+// is: grouped-query attention shares a key/value head between query heads without shrinking it.
+// Norms, dropout and residual adds run on all T tokens of every GPU of the group, or on T/tp of
+// them with sequence parallelism (Korthikanti et al. 2022); call that count Tn.
 //
 // Every operator of the forward F has its input-gradient backward I (in reverse order) and, if
 // it has weights, its weight-gradient backward W, as in zero-bubble schedules (Qi et al. 2024):
@@ -23,7 +27,7 @@
 // other tables much smaller than the activations are left out):
 //  - RMSNorm or LayerNorm: reads x and writes y, 2·Tn·d·e / reads x and dy and writes dx,
 //    3·Tn·d·e;
-//  - rotary embedding (llama): reads and writes q and k, 4·T·(d/tp)·e / the same for their
+//  - rotary embedding (llama): reads and writes q and k, 2·T·(q + c)·e / the same for their
 //    gradients;
 //  - residual add (llama): reads both inputs and writes the sum, 3·Tn·d·e / adds the branch's
 //    gradient to the residual stream's, 3·Tn·d·e;
@@ -84,7 +88,7 @@ struct PassSeconds {
 /// The operators of one transformer layer of `model` in `pass` for one microbatch, in the order
 /// they run, on one GPU of a tensor-parallel group of layout.tp (with
 /// layout.sequence_parallel), at training precision `precision`.
-///  - llama: RMSNorm, QKV (n = 3d/tp, no bias), rotary, attention, output projection (k = d/tp),
+///  - llama: RMSNorm, QKV (n = q + 2c, no bias), rotary, attention, output projection (k = d/tp),
 ///    residual add, RMSNorm, MLP gate and up (n = f/tp each), SwiGLU, down (k = f/tp), residual.
 ///  - gpt2: LayerNorm, QKV with bias, attention with dropout, output projection, dropout and
 ///    residual add, LayerNorm, MLP fc1 (n = f/tp), GELU, fc2 (k = f/tp), dropout and residual.

@@ -20,13 +20,15 @@ double gpt_layer_bytes(const LayerActivationShape& x, Recompute recompute, Atten
                        double bytes_per_element) {
   const double sbh = x.s * x.b * x.h, t = x.t;
   const double scores = attention == Attention::Flash ? 0 : 5 * x.a * x.s / (x.h * t);
+  const double split = 20 + 4 * x.kv_ratio;  // 24 with multi-head attention: K and V 2r each
+  const double kept = x.sequence_parallel ? (10 + split) / t : 10 + split / t;
   double per_sbh = 0;
   switch (recompute) {
     case Recompute::None:
-      per_sbh = (x.sequence_parallel ? 34 / t : 10 + 24 / t) + scores;
+      per_sbh = kept + scores;
       break;
     case Recompute::Selective:
-      per_sbh = x.sequence_parallel ? 34 / t : 10 + 24 / t;
+      per_sbh = kept;
       break;
     case Recompute::Full:
       per_sbh = x.sequence_parallel ? 2 / t : 2;
@@ -44,7 +46,8 @@ double llama_layer_bytes(const LayerActivationShape& x, Recompute recompute, Att
   const double norms = 2 * (4 + 2 * e) * sbh / norm_shard;  // fp32 input, normalised, output
   const double softmax =
       attention == Attention::Eager && recompute == Recompute::None ? x.a * x.s * x.s * x.b : 0;
-  return norms + e * (4 * sbh + softmax + 4 * x.s * x.b * x.f) / t;
+  const double attention_kept = (2 + 2 * x.kv_ratio) * sbh;  // q, k, v and the output
+  return norms + e * (attention_kept + softmax + 4 * x.s * x.b * x.f) / t;
 }
 
 }  // namespace
@@ -88,14 +91,15 @@ double input_backward_freed_bytes(const LayerActivationShape& x, Recompute recom
   if (x.family != ModelFamily::Llama || recompute != Recompute::None) return 0;
   const double sbh = x.s * x.b * x.h, t = x.t;
   const double norm_shard = x.sequence_parallel ? t : 1;
-  // Freed: each norm's fp32 input and normalised value, 2·(4 + e)·sbh; rotated q, k and v, 3
-  // sbh; the softmax; the gate, up and SiLU outputs, 3 sbf. Stashed: the gradients of q, k, v
-  // (3 sbh) and of the gate and up projections (2 sbf), column-parallel; of the attention and
-  // down projections' outputs, row-parallel, whole (2 sbh).
+  // Freed: each norm's fp32 input and normalised value, 2·(4 + e)·sbh; rotated q, k and v,
+  // (1 + 2r)·sbh; the softmax; the gate, up and SiLU outputs, 3 sbf. Stashed: the gradients of
+  // q, k, v ((1 + 2r)·sbh) and of the gate and up projections (2 sbf), column-parallel; of the
+  // attention and down projections' outputs, row-parallel, whole (2 sbh).
   const double softmax = attention == Attention::Eager ? x.a * x.s * x.s * x.b : 0;
   const double sbf = x.s * x.b * x.f;
-  return 2 * (4 + e) * sbh / norm_shard + e * (3 * sbh + softmax + 3 * sbf) / t -
-         e * ((3 * sbh + 2 * sbf) / t + 2 * sbh);
+  const double qkv = (1 + 2 * x.kv_ratio) * sbh;
+  return 2 * (4 + e) * sbh / norm_shard + e * (qkv + softmax + 3 * sbf) / t -
+         e * ((qkv + 2 * sbf) / t + 2 * sbh);
 }
 
 double ring_half_seconds(double bytes, int n, double bandwidth, double latency) {

@@ -39,6 +39,9 @@ struct LayerActivationShape {
   int t = 1;
   bool sequence_parallel = false;
   ModelFamily family = ModelFamily::Gpt2;
+  /// r: the width of K (and of V) per GPU over Q's, with grouped-query attention
+  /// max(n_kv_heads, t) / a (AttentionSplit::kv_held / a); 1 for multi-head attention.
+  double kv_ratio = 1;
 };
 
 /// Bytes of activations one transformer layer keeps per microbatch on one GPU, at
@@ -49,6 +52,9 @@ struct LayerActivationShape {
 ///    parallelism; sbh(34/t + 5as/(ht)) with tensor and sequence parallelism;
 ///  - selective: the attention core (5as/h term) is recomputed: sbh(10 + 24/t), or 34sbh/t with
 ///    sequence parallelism;
+///  - grouped-query attention: of the 24 bytes per sbh split over t, K and V are 2 each (their
+///    §4.1: QKᵀ stores K, AV stores V); they shrink to 2r each, so 24 becomes 20 + 4r (and 34
+///    under sequence parallelism 30 + 4r);
 ///  - full: only the layer input, 2sbh (2sbh/t with sequence parallelism, whose input is the
 ///    sequence shard).
 ///  Flash attention never stores the score and softmax tensors: the 5as/h term is dropped.
@@ -60,8 +66,9 @@ struct LayerActivationShape {
 ///    normalised value and its output: 2·(4 + 2e)·sbh bytes, replicated over the
 ///    tensor-parallel group, divided by t with sequence parallelism;
 ///  - attention keeps the rotated q and k, v, and the attention output (flash: SDPA's output;
-///    eager: the copy that feeds the output projection), 4 sbh elements; eager also keeps the
-///    softmax, a·s·s·b, dropped by selective recomputation;
+///    eager: the copy that feeds the output projection), 4 sbh elements, (2 + 2r)·sbh with
+///    grouped-query attention (k and v at their own heads, not repeated to a); eager also keeps
+///    the softmax, a·s·s·b, dropped by selective recomputation;
 ///  - SwiGLU keeps the gate and up projections, the SiLU output and their product, 4 sbf;
 ///  the last two divided by t. Full recomputation keeps only the layer input, e·sbh (/t with
 ///  sequence parallelism).
@@ -72,11 +79,12 @@ double layer_activation_bytes(const LayerActivationShape& shape, Recompute recom
 /// pipelines, Qi et al. 2024), the rest staying until W; llama without recomputation only, 0
 /// otherwise (all kept until W). W needs each linear's input (the two RMSNorm outputs, the
 /// attention output, the SwiGLU product) and its output's gradient, which I stashes
-/// (models/nn/split_linear.hpp): q, k, v (3 sbh) and the gate and up projections' (2 sbf), divided
-/// by t, and the attention and down projections' whole outputs (2 sbh). I frees the two norms'
-/// fp32 inputs and normalised values, 2·(4 + e)·sbh (divided by t with sequence parallelism),
-/// and, divided by t, the rotated q, k and v, the eager softmax a·s·s·b and the gate, up and
-/// SiLU outputs: net per layer at t = 1, 8·sbh + e·(a·s·s·b + sbf) bytes. Checked against the
+/// (models/nn/split_linear.hpp): q, k, v (3 sbh; (1 + 2r)·sbh with grouped-query attention) and
+/// the gate and up projections' (2 sbf), divided by t, and the attention and down projections'
+/// whole outputs (2 sbh). I frees the two norms' fp32 inputs and normalised values,
+/// 2·(4 + e)·sbh (divided by t with sequence parallelism), and, divided by t, the rotated q, k and
+/// v (as many as their gradients), the eager softmax a·s·s·b and the gate, up and SiLU outputs:
+/// net per layer at t = 1, 8·sbh + e·(a·s·s·b + sbf) bytes. Checked against the
 /// counting CPU allocator in tests/test_llama_activation_memory.cpp.
 double input_backward_freed_bytes(const LayerActivationShape& shape, Recompute recompute,
                                   Attention attention, double bytes_per_element);
