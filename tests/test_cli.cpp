@@ -281,7 +281,7 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
     for (const std::string& set :
          {std::string("runtime.backend=nccl"),
           std::string("training.grad_precision=bf16 --set training.precision=bf16"),
-          std::string("model.family=gpt2"),
+          std::string("model.family=gpt2"), std::string("model.n_kv_heads=2"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
                       "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),
           std::string("layout.zero3_gather=layer --set layout.zero=3 --set layout.dp=3 --set "
