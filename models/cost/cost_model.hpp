@@ -116,7 +116,9 @@ struct StageCost : StageLayers {
 ///    Transformer Models", eq. 1), and their Table 2 for tensor and sequence parallelism,
 ///    selective and full recomputation and flash attention, scaled by bytes_per_element()/2;
 ///    for llama the tensors autograd saves in the runtime's LLaMA layer, counted the same way
-///    (10·s·b·d + 4·s·b·f elements in fp32 without recomputation or tensor parallelism);
+///    (10·s·b·d + 4·s·b·f elements in fp32 without recomputation or tensor parallelism); with
+///    grouped-query attention K and V are kv/a of Q's width in both (LayerActivationShape's
+///    kv_ratio);
 ///  - the first stage adds the embedding output, T·d·bytes_per_element() (/tp with sequence
 ///    parallelism);
 ///  - the last stage adds the log-softmax of the logits that the loss keeps, T·V·4 / tp bytes
@@ -227,7 +229,9 @@ class CostModel {
   /// 12·L·d·s for the attention products (Chowdhery et al. 2022, "PaLM", appendix B). Divided
   /// into the achieved FLOP/s it gives the model FLOPs utilisation (MFU). It equals the sum over
   /// stages of F + I + W per token up to the norm and bias parameters (which this model does not
-  /// charge FLOPs for).
+  /// charge FLOPs for) and, where tp > n_kv_heads, the replicated key/value projections. With
+  /// grouped-query attention it is NVIDIA's Llama 3 count, 12·L·d²·(1 + kv/a + s/d) + 18·L·f·d +
+  /// 6·V·d (dgxc-benchmarking llama3.1/README_8b.md), plus 6 per norm weight.
   double model_flops_per_token() const;
   /// b · s.
   double tokens_per_microbatch() const;
