@@ -11,6 +11,10 @@ with flops one of
                      forward that full recomputation repeats)
   korthikanti-model  72·B·l·s·h²·(1 + s/6h + V/12hl)  (Korthikanti et al. 2022, Appendix A,
                      model FLOPs: MFU's numerator)
+  torchtitan         B·s·(6·N + 12·l·h·s)  (torchtitan's get_num_flop_per_token, N every
+                     parameter of the LLaMA, embedding included, as torchtitan counted it when
+                     docs/performance.md was written; N = l·(2h² + 2h·kv·h/a + 3h·f + 2h) + 2Vh + h
+                     with kv = n_kv_heads, a = n_heads, f = ffn_hidden: grouped-query attention)
 
 Usage: python3 bench/validate.py [path/to/dtwin [scenario.yaml ...]] (default: validation/*.yaml)
 """
@@ -34,8 +38,9 @@ def header(path):
                 for part in line[len("# validate:"):].split(";"):
                     key, _, value = part.strip().partition("=")
                     fields[key] = value
-            for key in ("d_model", "n_layers", "vocab_size", "seq_len", "dp", "microbatches",
-                        "micro_batch_size", "nodes", "devices_per_node"):
+            for key in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden", "vocab_size",
+                        "seq_len", "dp", "microbatches", "micro_batch_size", "nodes",
+                        "devices_per_node"):
                 stripped = line.strip()
                 if stripped.startswith(key + ":"):
                     dims[key] = int(stripped.split(":")[1].split("#")[0])
@@ -50,6 +55,11 @@ def step_flops(formula, d):
         return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
     if formula == "korthikanti-model":
         return 72 * B * l * s * h * h * (1 + s / (6 * h) + V / (12 * h * l))
+    if formula == "torchtitan":
+        a, f = d["n_heads"], d["ffn_hidden"]
+        kv = d.get("n_kv_heads", a)
+        N = l * (2 * h * h + 2 * h * kv * (h // a) + 3 * h * f + 2 * h) + 2 * V * h + h
+        return B * s * (6 * N + 12 * l * h * s)
     sys.exit(f"unknown FLOP formula '{formula}'")
 
 
