@@ -114,6 +114,14 @@ TEST_CASE("Multi-query attention on tp 8 replicates its key/value head on every 
   CHECK(m.stage(0).params / 8 == Approx(32 * per_gpu_layer + ends / 8).epsilon(1e-12));
   // bf16 weights, fp32 gradients, fp32 master weights and Adam moments: 18 bytes each
   CHECK(m.static_memory_bytes(0) == Approx(18 * (32 * per_gpu_layer + ends / 8)).epsilon(1e-12));
+  // activations per layer: fp32 norms 2·(4 + 2·2)·sbh; bf16 q and output sbh/8 each, the
+  // replicated k and v s·b·hd each, the eager softmax 32·s²·b/8 and SwiGLU 4·sbf/8; the embedding's
+  // output T·d·2 and the fp32 log-softmax T·V·4/8
+  const double sbh = T * d;  // b = 1, s = T
+  const double layer_kept =
+      16 * sbh + 2 * (2 * sbh / 8 + 2 * T * hd + 32 * T * T / 8 + 4 * T * f / 8);
+  CHECK(m.stage(0).activation_bytes ==
+        Approx(32 * layer_kept + T * d * 2 + T * 128256.0 * 4 / 8).epsilon(1e-12));
   // forward weight FLOPs per GPU count the replicated projections
   const double matmul_per_gpu = (2 * d * d + 3 * d * f) / 8 + 2 * d * hd;
   CHECK(m.stage(0).forward_flops ==
