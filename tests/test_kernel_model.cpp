@@ -2,6 +2,7 @@
 // times (models/kernel_model) and the operators of a layer (models/layer_ops).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -209,33 +210,36 @@ TEST_CASE("attention: flash follows its FLOPs, eager its GEMMs and score traffic
 }
 
 TEST_CASE("a layer's GEMM FLOPs match CostModel's closed form", "[kernel]") {
-  for (const ModelFamily family : {ModelFamily::Llama, ModelFamily::Gpt2}) {
-    for (const int tp : {1, 2, 4}) {
-      INFO("family " << static_cast<int>(family) << ", tp " << tp);
-      const dtwin::Scenario sc = scenario_of(family, Attention::Eager, tp, tp > 1);
-      const double T = 2 * 2048, d = 1024, f = sc.model.ffn_hidden;
-      const double Wm =
-          family == ModelFamily::Llama ? 4 * d * d + 3 * d * f : 4 * d * d + 2 * d * f;
-      const std::vector<Op> F = ops(sc, Pass::Forward), I = ops(sc, Pass::InputBackward),
-                            W = ops(sc, Pass::WeightBackward);
-      const double forward_gemm = flops(F, OpKind::Gemm);
-      CHECK(forward_gemm == Approx(2 * T * Wm / tp));
-      CHECK(flops(I, OpKind::Gemm) + flops(W, OpKind::Gemm) == Approx(2 * forward_gemm));
-      CHECK(flops(W, OpKind::Gemm) == Approx(forward_gemm));
-      CHECK(flops(W, OpKind::Attention) == 0);
+  for (const ModelFamily family : {ModelFamily::Llama, ModelFamily::Gpt2})
+    for (const int tp : {1, 2, 4})
+      for (const int kv : {16, 4, 1}) {  // multi-head, grouped-query, multi-query attention
+        INFO("family " << static_cast<int>(family) << ", tp " << tp << ", kv " << kv);
+        dtwin::Scenario sc = scenario_of(family, Attention::Eager, tp, tp > 1);
+        sc.model.n_kv_heads = kv;
+        const double T = 2 * 2048, d = 1024, f = sc.model.ffn_hidden;
+        // q and o d×d; k and v d×kv·64 per key/value head, replicated where tp > kv (per GPU)
+        const double attention = 2 * d * d + 2 * d * 64 * std::max(kv, tp);
+        const double Wm =
+            family == ModelFamily::Llama ? attention + 3 * d * f : attention + 2 * d * f;
+        const std::vector<Op> F = ops(sc, Pass::Forward), I = ops(sc, Pass::InputBackward),
+                              W = ops(sc, Pass::WeightBackward);
+        const double forward_gemm = flops(F, OpKind::Gemm);
+        CHECK(forward_gemm == Approx(2 * T * Wm / tp));
+        CHECK(flops(I, OpKind::Gemm) + flops(W, OpKind::Gemm) == Approx(2 * forward_gemm));
+        CHECK(flops(W, OpKind::Gemm) == Approx(forward_gemm));
+        CHECK(flops(W, OpKind::Attention) == 0);
 
-      // Stage 0 holds one layer and the embedding (no FLOPs in CostModel).
-      const dtwin::StageCost cost = dtwin::CostModel(sc).stage(0);
-      CHECK(forward_gemm + flops(F, OpKind::Attention) == Approx(cost.forward_flops));
-      CHECK(flops(I, OpKind::Gemm) + flops(I, OpKind::Attention) ==
-            Approx(cost.input_backward_flops));
-      CHECK(flops(W, OpKind::Gemm) == Approx(cost.weight_backward_flops));
+        // Stage 0 holds one layer and the embedding (no FLOPs in CostModel).
+        const dtwin::StageCost cost = dtwin::CostModel(sc).stage(0);
+        CHECK(forward_gemm + flops(F, OpKind::Attention) == Approx(cost.forward_flops));
+        CHECK(flops(I, OpKind::Gemm) + flops(I, OpKind::Attention) ==
+              Approx(cost.input_backward_flops));
+        CHECK(flops(W, OpKind::Gemm) == Approx(cost.weight_backward_flops));
 
-      const std::vector<Op> head =
-          dtwin::head_ops(sc.model, sc.layout, Precision::Bf16, Pass::Forward);
-      CHECK(flops(head, OpKind::Gemm) == Approx(2 * T * d * 32000 / tp));
-    }
-  }
+        const std::vector<Op> head =
+            dtwin::head_ops(sc.model, sc.layout, Precision::Bf16, Pass::Forward);
+        CHECK(flops(head, OpKind::Gemm) == Approx(2 * T * d * 32000 / tp));
+      }
 }
 
 TEST_CASE("backward GEMMs transpose the forward shapes", "[kernel]") {
