@@ -192,7 +192,8 @@ std::vector<FieldSpec> make_fields() {
       bind(noted(integer("model.n_kv_heads", false, 1,
                          "key/value heads (grouped-query attention; 1 = multi-query), "
                          "dividing n_heads; with tp > 1 a multiple of tp, or a divisor of "
-                         "it (each head then replicated on tp / n_kv_heads ranks)",
+                         "it (each head then replicated on tp / n_kv_heads ranks, which "
+                         "Megatron-Core refuses)",
                          "--num-query-groups (with --group-query-attention)", "model.n_kv_heads"),
                  "n_heads (multi-head attention)"),
            &S::model, &M::n_kv_heads));
