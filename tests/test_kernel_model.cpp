@@ -321,6 +321,7 @@ TEST_CASE("the shipped device files load", "[device]") {
   CHECK(a100.memory_bandwidth == Approx(2039e9));
   CHECK(a100.memory == Approx(80e9));
   CHECK(a100.peak_flops(Precision::Fp32) == a100.fp32_flops);
+  CHECK(!a100.has_fp8());  // its file gives no fp8_flops
 
   // A path is taken relative to the scenario that names it.
   const std::string scenario = std::string(DTWIN_SOURCE_DIR) + "/scenarios/any.yaml";
@@ -328,6 +329,8 @@ TEST_CASE("the shipped device files load", "[device]") {
       load_device_description("../models/devices/h100-sxm.yaml", scenario);
   CHECK(h100.name == "H100 SXM");
   CHECK(h100.bf16_flops == Approx(989e12));
+  CHECK(h100.has_fp8());
+  CHECK(h100.fp8_flops == Approx(1979e12));
   CHECK(h100.fp32_flops == Approx(67e12));
   CHECK(h100.sm_count == 132);
   CHECK(h100.memory_bandwidth == Approx(3.35e12));
@@ -337,6 +340,15 @@ TEST_CASE("the shipped device files load", "[device]") {
     CHECK(d.reserved_memory == 723.0 * (1 << 20));
     CHECK(d.allocator_fragmentation == Approx(0.08));
   }
+}
+
+TEST_CASE("a shipped description's fp8 peak, where it has one, is twice its bf16 peak",
+          "[device]") {
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
+  // The datasheets round: the H100's 1,979 and 989 TFLOP/s are 2 x 989.4 and 989.4.
+  if (d.has_fp8()) CHECK(d.fp8_flops == Approx(2 * d.bf16_flops).epsilon(1e-3));
 }
 
 TEST_CASE("a rank's tensors may use its share of the device less the context and fragmentation",
@@ -382,6 +394,10 @@ TEST_CASE("a bad device file or name is a ConfigError naming file, line and key"
   check(load_h100_with(host, "host_op_overhead: -5us"), host, "host_op_overhead: expected");
   CHECK(load_h100_with(h100_line("host_op_overhead_no_grad"), "")
             .error.find("host_op_overhead_no_grad: missing key") != std::string::npos);
+  const int fp8 = h100_line("fp8_flops");
+  check(load_h100_with(fp8, "fp8_flops: -1979TFLOP/s"), fp8, "fp8_flops: expected");
+  check(load_h100_with(fp8, "fp8_flops: 1979TB/s"), fp8, "fp8_flops: expected a FLOP rate");
+  CHECK(load_h100_with(fp8, "").error.empty());  // optional: without it the device has no fp8
 
   const std::string error = load_error("b200");
   CHECK(error.find("unknown device 'b200'") != std::string::npos);
