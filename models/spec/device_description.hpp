@@ -1,8 +1,8 @@
 // A GPU as the kernel-level compute model sees it (models/cost/kernel_model.hpp): peak rates, SM
 // count, memory, the GEMM tile, and the efficiencies that turn peaks into achieved rates. Read
-// from a YAML file in models/devices/ (a100-80gb-sxm.yaml, h100-sxm.yaml), each number with its
-// source. A measured Profile, where a scenario names one, takes precedence over the times this
-// description gives.
+// from a YAML file in models/devices/ (a100-80gb-sxm, h100-sxm, h800-sxm, h200-sxm, b200), each
+// number with its source. A measured Profile, where a scenario names one, takes precedence over
+// the times this description gives.
 //
 // The file is YAML (quantities take units as in scenarios; a plain number is in base units):
 //
