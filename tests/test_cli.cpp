@@ -80,6 +80,33 @@ TEST_CASE("every malformed scenario exits 2 naming file:line, for every command"
     }
 }
 
+TEST_CASE("a device file with a bad fp8_flops exits 2 naming its file, line and key") {
+  // The shipped H100 file with its fp8 peak negative, then in bytes per second.
+  for (const std::string value : {"-1979TFLOP/s", "1979TB/s"}) {
+    const std::string device = std::filesystem::absolute("h100-bad-fp8.yaml").string();
+    int line = 0;
+    {
+      std::ifstream in(std::string(DTWIN_SOURCE_DIR) + "/models/devices/h100-sxm.yaml");
+      std::ofstream out(device);
+      int i = 1;
+      for (std::string l; std::getline(in, l); ++i) {
+        if (l.rfind("fp8_flops:", 0) == 0) {
+          line = i;
+          l = "fp8_flops: " + value;
+        }
+        out << l << "\n";
+      }
+    }
+    REQUIRE(line > 0);
+    const Result result =
+        run_dtwin("schedule " + kQuickstart + " --set cluster.device.model=" + device);
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains(device + ":" + std::to_string(line) + ":"));
+    CHECK_THAT(result.output, Catch::Contains("fp8_flops: expected"));
+  }
+}
+
 TEST_CASE("dtwin simulate writes the predicted trace and summary") {
   const std::string out = "sim-quickstart-out";
   std::filesystem::remove_all(out);

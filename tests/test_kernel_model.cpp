@@ -49,7 +49,17 @@ DeviceDescription toy_device() {
                            .overlap_slowdown = 1};
 }
 
-const std::vector<std::string> kDevices = {"a100-80gb-sxm", "h100-sxm"};
+/// The bare names of every shipped device description (models/devices/*.yaml), sorted.
+std::vector<std::string> shipped_devices() {
+  std::vector<std::string> names;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(DTWIN_SOURCE_DIR) + "/models/devices"))
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+const std::vector<std::string> kDevices = shipped_devices();
 
 /// A one-layer-per-stage model of `family` split over pp = 2 (stage 0: embedding and layer 0).
 dtwin::Scenario scenario_of(ModelFamily family, Attention attention, int tp, bool sp) {
@@ -156,17 +166,18 @@ TEST_CASE("a GEMM of small arithmetic intensity is bound by memory", "[kernel]")
 }
 
 TEST_CASE("a large wave-aligned GEMM reaches gemm_efficiency of the peak", "[kernel]") {
-  for (const std::string& name : kDevices) {
-    INFO(name);
-    const DeviceDescription d = load_device_description(name, "");
-    const double m = 2.0 * d.tile_m * d.sm_count, n = 8.0 * d.tile_n, k = 16384;
-    const double seconds = dtwin::gemm_seconds(d, m, n, k, Precision::Bf16);
-    CHECK(2 * m * n * k / seconds == Approx(d.gemm_efficiency * d.bf16_flops).epsilon(0.01));
-  }
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
+  const double m = 2.0 * d.tile_m * d.sm_count, n = 8.0 * d.tile_n, k = 16384;
+  const double seconds = dtwin::gemm_seconds(d, m, n, k, Precision::Bf16);
+  CHECK(2 * m * n * k / seconds == Approx(d.gemm_efficiency * d.bf16_flops).epsilon(0.01));
 }
 
 TEST_CASE("memory-bound time is linear in bytes", "[kernel]") {
-  const DeviceDescription d = load_device_description("a100-80gb-sxm", "");
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
   const double gb = 1e9;
   const double t1 = dtwin::memory_bound_seconds(d, gb), t2 = dtwin::memory_bound_seconds(d, 2 * gb),
                t5 = dtwin::memory_bound_seconds(d, 5 * gb);
@@ -177,7 +188,9 @@ TEST_CASE("memory-bound time is linear in bytes", "[kernel]") {
 }
 
 TEST_CASE("attention: flash follows its FLOPs, eager its GEMMs and score traffic", "[kernel]") {
-  const DeviceDescription d = load_device_description("h100-sxm", "");
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
   AttentionCore core;
   core.batch_heads = 32;
   core.seq_len = 4096;
@@ -297,7 +310,9 @@ TEST_CASE("tensor parallelism halves the time of GEMMs many waves deep", "[kerne
 }
 
 TEST_CASE("layer seconds are the sums of their ops' seconds", "[kernel]") {
-  const DeviceDescription d = load_device_description("a100-80gb-sxm", "");
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
   const dtwin::Scenario sc = scenario_of(ModelFamily::Llama, Attention::Flash, 2, true);
   const auto sum = [&](const std::vector<Op>& ops) {
     double s = 0;
@@ -325,6 +340,7 @@ TEST_CASE("the shipped device files load", "[device]") {
   CHECK(a100.memory_bandwidth == Approx(2039e9));
   CHECK(a100.memory == Approx(80e9));
   CHECK(a100.peak_flops(Precision::Fp32) == a100.fp32_flops);
+  CHECK(!a100.has_fp8());  // its file gives no fp8_flops
 
   // A path is taken relative to the scenario that names it.
   const std::string scenario = std::string(DTWIN_SOURCE_DIR) + "/scenarios/any.yaml";
@@ -332,6 +348,8 @@ TEST_CASE("the shipped device files load", "[device]") {
       load_device_description("../models/devices/h100-sxm.yaml", scenario);
   CHECK(h100.name == "H100 SXM");
   CHECK(h100.bf16_flops == Approx(989e12));
+  CHECK(h100.has_fp8());
+  CHECK(h100.fp8_flops == Approx(1979e12));
   CHECK(h100.fp32_flops == Approx(67e12));
   CHECK(h100.sm_count == 132);
   CHECK(h100.memory_bandwidth == Approx(3.35e12));
@@ -341,6 +359,38 @@ TEST_CASE("the shipped device files load", "[device]") {
     CHECK(d.reserved_memory == 723.0 * (1 << 20));
     CHECK(d.allocator_fragmentation == Approx(0.08));
   }
+}
+
+TEST_CASE("the H800, H200 and B200 files give their datasheets' peaks and memory", "[device]") {
+  // The H800 and H200 are the H100's die: its compute, and so its efficiencies.
+  const DeviceDescription h100 = load_device_description("h100-sxm", "");
+  for (const std::string name : {"h800-sxm", "h200-sxm"}) {
+    INFO(name);
+    const DeviceDescription d = load_device_description(name, "");
+    CHECK(d.bf16_flops == h100.bf16_flops);
+    CHECK(d.fp8_flops == h100.fp8_flops);
+    CHECK(d.fp32_flops == h100.fp32_flops);
+    CHECK(d.sm_count == h100.sm_count);
+    CHECK(d.gemm_efficiency == h100.gemm_efficiency);
+  }
+  const DeviceDescription h200 = load_device_description("h200-sxm", "");
+  CHECK(h200.memory == Approx(141e9));
+  CHECK(h200.memory_bandwidth == Approx(4.8e12));
+  const DeviceDescription b200 = load_device_description("b200", "");
+  CHECK(b200.bf16_flops == Approx(2.25e15));
+  CHECK(b200.fp8_flops == Approx(4.5e15));
+  CHECK(b200.sm_count == 148);
+  CHECK(b200.memory == Approx(180e9));
+  CHECK(b200.gemm_efficiency == Approx(0.65));
+}
+
+TEST_CASE("a shipped description's fp8 peak, where it has one, is twice its bf16 peak",
+          "[device]") {
+  const std::string name = GENERATE(from_range(kDevices));
+  INFO(name);
+  const DeviceDescription d = load_device_description(name, "");
+  // The datasheets round: the H100's 1,979 and 989 TFLOP/s are 2 x 989.4 and 989.4.
+  if (d.has_fp8()) CHECK(d.fp8_flops == Approx(2 * d.bf16_flops).epsilon(1e-3));
 }
 
 TEST_CASE("a rank's tensors may use its share of the device less the context and fragmentation",
@@ -386,10 +436,14 @@ TEST_CASE("a bad device file or name is a ConfigError naming file, line and key"
   check(load_h100_with(host, "host_op_overhead: -5us"), host, "host_op_overhead: expected");
   CHECK(load_h100_with(h100_line("host_op_overhead_no_grad"), "")
             .error.find("host_op_overhead_no_grad: missing key") != std::string::npos);
+  const int fp8 = h100_line("fp8_flops");
+  check(load_h100_with(fp8, "fp8_flops: -1979TFLOP/s"), fp8, "fp8_flops: expected");
+  check(load_h100_with(fp8, "fp8_flops: 1979TB/s"), fp8, "fp8_flops: expected a FLOP rate");
+  CHECK(load_h100_with(fp8, "").error.empty());  // optional: without it the device has no fp8
 
-  const std::string error = load_error("b200");
-  CHECK(error.find("unknown device 'b200'") != std::string::npos);
-  CHECK(error.find("a100-80gb-sxm, h100-sxm") != std::string::npos);
+  const std::string error = load_error("tpu-v5p");
+  CHECK(error.find("unknown device 'tpu-v5p'") != std::string::npos);
+  CHECK(error.find("a100-80gb-sxm, b200, h100-sxm, h200-sxm, h800-sxm") != std::string::npos);
   CHECK(load_error("/nonexistent/device.yaml").find("cannot open device file") !=
         std::string::npos);
 }

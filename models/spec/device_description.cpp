@@ -75,14 +75,16 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   const Origin origin(path, {}, "device");
   const Section root(
       origin, Field{doc, "", doc.Mark()},
-      {"name", "bf16_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory", "gemm_tile",
-       "gemm_efficiency", "attention_forward_efficiency", "attention_backward_efficiency",
-       "memory_efficiency", "kernel_overhead", "host_op_overhead", "host_op_overhead_no_grad",
-       "overlap_slowdown", "reserved_memory", "allocator_fragmentation"});
+      {"name", "bf16_flops", "fp8_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory",
+       "gemm_tile", "gemm_efficiency", "attention_forward_efficiency",
+       "attention_backward_efficiency", "memory_efficiency", "kernel_overhead", "host_op_overhead",
+       "host_op_overhead_no_grad", "overlap_slowdown", "reserved_memory",
+       "allocator_fragmentation"});
   DeviceDescription d;
   d.source = path;
   d.name = root.text("name", false);
   d.bf16_flops = root.quantity("bf16_flops", Quantity::FlopRate, true);
+  root.quantity("fp8_flops", Quantity::FlopRate, true, d.fp8_flops);
   d.fp32_flops = root.quantity("fp32_flops", Quantity::FlopRate, true);
   d.sm_count = root.integer("sm_count", 1);
   d.memory_bandwidth = root.quantity("memory_bandwidth", Quantity::Bandwidth, true);
@@ -114,6 +116,7 @@ void save_device_description(const DeviceDescription& device, const std::string&
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << device.name;
   out << YAML::Key << "bf16_flops" << YAML::Value << number(device.bf16_flops);
+  if (device.has_fp8()) out << YAML::Key << "fp8_flops" << YAML::Value << number(device.fp8_flops);
   out << YAML::Key << "fp32_flops" << YAML::Value << number(device.fp32_flops);
   out << YAML::Key << "sm_count" << YAML::Value << device.sm_count;
   out << YAML::Key << "memory_bandwidth" << YAML::Value << number(device.memory_bandwidth);

@@ -1,13 +1,14 @@
 // A GPU as the kernel-level compute model sees it (models/cost/kernel_model.hpp): peak rates, SM
 // count, memory, the GEMM tile, and the efficiencies that turn peaks into achieved rates. Read
-// from a YAML file in models/devices/ (a100-80gb-sxm.yaml, h100-sxm.yaml), each number with its
-// source. A measured Profile, where a scenario names one, takes precedence over the times this
-// description gives.
+// from a YAML file in models/devices/ (a100-80gb-sxm, h100-sxm, h800-sxm, h200-sxm, b200), each
+// number with its source. A measured Profile, where a scenario names one, takes precedence over
+// the times this description gives.
 //
 // The file is YAML (quantities take units as in scenarios; a plain number is in base units):
 //
 //   name: "H100 SXM"
 //   bf16_flops: 989TFLOP/s        # dense tensor-core peak, bf16 and fp16
+//   fp8_flops: 1979TFLOP/s        # dense tensor-core peak, fp8; optional: absent = no fp8
 //   fp32_flops: 67TFLOP/s         # fp32 on CUDA cores (TF32 off)
 //   sm_count: 132
 //   memory_bandwidth: 3.35TB/s
@@ -24,7 +25,7 @@
 //   reserved_memory: 723MiB       # held outside the tensors, per process
 //   allocator_fragmentation: 0.08 # in [0, 1)
 //
-// Every key is required; unknown and duplicate keys are errors.
+// Every key but fp8_flops is required; unknown and duplicate keys are errors.
 #pragma once
 
 #include <string>
@@ -38,6 +39,7 @@ struct DeviceDescription {
   std::string source;     ///< the file it was read from
   std::string name;       ///< free text, e.g. "A100 80GB SXM"
   double bf16_flops = 0;  ///< FLOP/s: dense tensor-core peak for bf16 and fp16 operands
+  double fp8_flops = 0;   ///< FLOP/s: dense tensor-core peak for fp8 operands; 0: no fp8
   double fp32_flops = 0;  ///< FLOP/s: fp32 peak on CUDA cores (TF32 tensor cores off)
   int sm_count = 0;       ///< streaming multiprocessors: thread blocks that run at once, one each
   double memory_bandwidth = 0;  ///< bytes/s of HBM
@@ -71,6 +73,8 @@ struct DeviceDescription {
 
   /// The peak FLOP/s for operands of `precision`: bf16_flops or fp32_flops.
   double peak_flops(Precision precision) const;
+  /// Whether the tensor cores take fp8 operands (fp8_flops given).
+  bool has_fp8() const { return fp8_flops > 0; }
   bool operator==(const DeviceDescription&) const = default;
 };
 
@@ -88,8 +92,9 @@ DeviceDescription load_device_description(const std::string& name_or_path,
                                           const std::string& relative_to);
 
 /// Writes `device` to `path` as a device file that load_device_description reads back equal
-/// (but for `source`): every key, numbers in base units in their shortest exact form, after
-/// `comment` as YAML comment lines. Throws std::runtime_error when the file cannot be written.
+/// (but for `source`): every key (fp8_flops only where the device has fp8), numbers in base units
+/// in their shortest exact form, after `comment` as YAML comment lines. Throws std::runtime_error
+/// when the file cannot be written.
 void save_device_description(const DeviceDescription& device, const std::string& path,
                              const std::string& comment);
 

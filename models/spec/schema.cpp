@@ -342,7 +342,8 @@ std::vector<FieldSpec> make_fields() {
                         kDeviceKindNames, &S::cluster, &C::device, &D::kind));
   f.push_back(bind(noted(text("cluster.device.model", false, false,
                               "device description: a name of models/devices/ (a100-80gb-sxm, "
-                              "h100-sxm) or a path to such a file; times compute by kernels"),
+                              "h100-sxm, h800-sxm, h200-sxm, b200) or a path to such a file; "
+                              "times compute by kernels"),
                          "none: compute is FLOPs / (peak_flops · efficiency)"),
                    &S::cluster, &C::device, &D::model));
   f.push_back(bind(unless(quantity("cluster.device.peak_flops", true, Quantity::FlopRate, true,
