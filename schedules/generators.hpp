@@ -75,6 +75,9 @@ struct Requirements {
   bool microbatches_pp_multiple = false;  ///< m must be a multiple of pp
   int min_microbatches_per_pp = 0;        ///< m must be at least this times pp
   StagePlacement placement = StagePlacement::Interleaved;
+
+  /// virtual_stages, or `any` where the kind takes any number.
+  int chunks(int any) const { return virtual_stages == 0 ? any : virtual_stages; }
 };
 
 Requirements requirements(ScheduleKind kind);

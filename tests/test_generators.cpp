@@ -16,9 +16,7 @@ Layout layout_for(const std::string& name, int pp, int m) {
   Layout layout;
   layout.pp = pp;
   layout.microbatches = m;
-  // The chunks the kind needs; 2 where it takes any number (interleaved 1F1B).
-  const int v = requirements(*kScheduleKindNames.parse(name)).virtual_stages;
-  layout.virtual_stages = v == 0 ? 2 : v;
+  layout.virtual_stages = requirements(*kScheduleKindNames.parse(name)).chunks(2);
   return layout;
 }
 

@@ -20,15 +20,9 @@ Layout zero_layout(int dp, int pp, int m, int zero, int v = 1) {
   return Layout{dp, pp, v, m, DpSync::AllReduce, zero};
 }
 
-/// The chunks per rank the tests give `kind`: 2 where it takes any number (interleaved 1F1B).
-int chunks(ScheduleKind kind) {
-  const int v = requirements(kind).virtual_stages;
-  return v == 0 ? 2 : v;
-}
-
-/// The lowered schedule of `kind` on dp × pp with m = 8 microbatches.
+/// The lowered schedule of `kind` on dp × pp with m = 8 microbatches (v = 2 where it takes any).
 Schedule lowered(ScheduleKind kind, int dp, int pp, int zero) {
-  return lower(generate(kind, zero_layout(dp, pp, 8, zero, chunks(kind))));
+  return lower(generate(kind, zero_layout(dp, pp, 8, zero, requirements(kind).chunks(2))));
 }
 
 /// How often rank r runs the stage-level action `kind` of `stage`.
@@ -123,7 +117,7 @@ TEST_CASE("ZeRO-3 per layer: a gather around every pass, a reduction per microba
   for (const auto& [name, kind] : kScheduleKindNames.entries())
     for (int pp : {2, 4}) {
       CAPTURE(name, pp);
-      const int v = chunks(kind);
+      const int v = requirements(kind).chunks(2);
       const Schedule plain = generate(kind, layer_layout(2, pp, 8, v));
       const Schedule s = lower(plain);
       CHECK_NOTHROW(validate(s, Expect::Lowered));
@@ -174,7 +168,7 @@ TEST_CASE("the validator holds per-layer ZeRO-3 to a reduction per microbatch") 
 
 TEST_CASE("with dp = 1 the ZeRO stage adds nothing") {
   for (const auto& [name, kind] : kScheduleKindNames.entries()) {
-    const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
+    const int v = requirements(kind).chunks(2);
     const std::string plain = to_text(lower(generate(kind, zero_layout(1, 2, 4, 0, v))));
     for (int zero = 1; zero <= 3; ++zero) {
       CAPTURE(name, zero);
