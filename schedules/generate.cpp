@@ -24,12 +24,16 @@ struct Generator {
 constexpr std::array<Generator, 8> kGenerators{{
     {ScheduleKind::GPipe, untimed<gpipe>, {}},
     {ScheduleKind::OneFOneB, untimed<one_f_one_b>, {}},
-    {ScheduleKind::Interleaved1F1B, untimed<interleaved_1f1b>, {0, true}},
+    {ScheduleKind::Interleaved1F1B,
+     untimed<interleaved_1f1b>,
+     {.virtual_stages = 0, .microbatches_pp_multiple = true}},
     {ScheduleKind::ZbH1, untimed<zb_h1>, {}},
     {ScheduleKind::Zb1p, zb_1p, {}},
     {ScheduleKind::Zb2p, zb_2p, {}},
-    {ScheduleKind::ZbV, untimed<zb_v>, {2, false, 0, StagePlacement::VShape}},
-    {ScheduleKind::DualPipeV, untimed<dualpipe_v>, {2, false, 2, StagePlacement::VShape}},
+    {ScheduleKind::ZbV, untimed<zb_v>, {.virtual_stages = 2, .placement = StagePlacement::VShape}},
+    {ScheduleKind::DualPipeV,
+     untimed<dualpipe_v>,
+     {.virtual_stages = 2, .min_microbatches_per_pp = 2, .placement = StagePlacement::VShape}},
 }};
 
 const Generator& generator_of(ScheduleKind kind) {

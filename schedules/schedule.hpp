@@ -108,7 +108,7 @@ struct Layout {
   /// With zero 3: per layer around every compute action, or per stage (see Zero3Gather). Stage
   /// here (the IR's long-standing placement); the scenario key defaults to layer.
   Zero3Gather zero3_gather = Zero3Gather::Stage;
-  /// Set by generate() from the schedule kind (placement_of).
+  /// Set by generate() from the schedule kind (its requirements()).
   StagePlacement placement = StagePlacement::Interleaved;
 
   int num_stages() const { return pp * virtual_stages; }

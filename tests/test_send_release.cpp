@@ -25,7 +25,7 @@ int index_of(const Schedule& s, int rank, const Action& a) {
 }  // namespace
 
 TEST_CASE("a send is released at a receive that the peer sent after taking the message") {
-  const auto [name, layout] = GENERATE(table<std::string, Layout>({
+  const auto [name, given] = GENERATE(table<std::string, Layout>({
       {"gpipe", {2, 3, 1, 6}},
       {"1f1b", {1, 4, 1, 8}},
       {"interleaved-1f1b", {1, 4, 3, 8}},
@@ -33,9 +33,14 @@ TEST_CASE("a send is released at a receive that the peer sent after taking the m
       {"zb-h1", {2, 4, 1, 8}},
       {"zb-1p", {2, 4, 1, 8}},
       {"zb-2p", {2, 4, 1, 8}},
+      {"zb-v", {2, 4, 2, 8}},
+      {"zb-v", {1, 3, 2, 4}},
+      {"dualpipe-v", {2, 4, 2, 8}},
+      {"dualpipe-v", {1, 3, 2, 6}},
   }));
-  CAPTURE(name, layout.pp, layout.virtual_stages);
-  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
+  CAPTURE(name, given.pp, given.virtual_stages);
+  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), given));
+  const Layout& layout = s.layout;  // with the kind's placement
   const DryRun run = dry_run(s);
   REQUIRE_FALSE(run.deadlocked);
   int released = 0;

@@ -23,7 +23,7 @@ int count(const Schedule& s, int rank, const Action& a) {
 TEST_CASE(
     "receiver_of and sender_of are inverse, tags are unique per step, and each pair's messages "
     "are received in the order they are sent") {
-  const auto [name, layout] = GENERATE(table<std::string, Layout>({
+  const auto [name, given] = GENERATE(table<std::string, Layout>({
       {"gpipe", {2, 3, 1, 6}},
       {"1f1b", {1, 2, 1, 4}},
       {"interleaved-1f1b", {1, 2, 2, 4}},
@@ -38,9 +38,14 @@ TEST_CASE(
       {"zb-1p", {2, 4, 1, 8}},
       {"zb-2p", {2, 4, 1, 8}},
       {"zb-2p", {1, 3, 1, 4}},
+      {"zb-v", {2, 4, 2, 8}},
+      {"zb-v", {1, 3, 2, 4}},
+      {"dualpipe-v", {2, 4, 2, 8}},
+      {"dualpipe-v", {1, 3, 2, 6}},
   }));
-  CAPTURE(name, layout.pp, layout.virtual_stages);
-  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
+  CAPTURE(name, given.pp, given.virtual_stages);
+  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), given));
+  const Layout& layout = s.layout;             // with the kind's placement
   std::vector<std::set<int>> tags(layout.dp);  // tags of the SENDs of each replica
   int transfers = 0;
   for (int rank = 0; rank < layout.group_count(); ++rank)

@@ -54,8 +54,7 @@ void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violati
   const sched::Requirements needs = sched::requirements(l.schedule);
   if (needs.virtual_stages == 1 && l.virtual_stages != 1)
     out.push_back({{"layout.virtual_stages"},
-                   "1 unless layout.schedule is interleaved-1f1b, "
-                   "zb-v or dualpipe-v"});
+                   "1 unless layout.schedule is interleaved-1f1b, zb-v or dualpipe-v"});
   if (needs.virtual_stages > 1 && l.virtual_stages != needs.virtual_stages)
     out.push_back({{"layout.virtual_stages"},
                    fmt::format("{} for {} (V placement: two chunks per rank)", needs.virtual_stages,
