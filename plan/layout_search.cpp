@@ -102,6 +102,7 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
         for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
           if ((base.model.n_layers / pp) % v == 0)
             schedules.push_back(schedule("interleaved-1f1b", v));
+      if (pp > 1 && base.model.n_layers % (2 * pp) == 0) schedules.push_back(schedule("zb-v", 2));
       for (const Settings& sched : schedules)
         for (int zero : zeros)
           for (const std::string& recompute : recomputes)

@@ -43,8 +43,9 @@ struct LayoutSearch {
 
 /// The layouts of `request`: tp a power of two within a node, pp dividing the GPUs / tp (at most
 /// n_layers), dp the rest; micro-batch size 1, 2, 4, 8 or 16 where dp·mbs divides the global
-/// batch; schedules gpipe, 1f1b, zb-h1, zb-1p, zb-2p and interleaved-1f1b with every virtual
-/// stage count v ≥ 2 that divides n_layers / pp (only 1f1b for pp = 1); ZeRO 0–3 (0 for
+/// batch; schedules gpipe, 1f1b, zb-h1, zb-1p, zb-2p, interleaved-1f1b with every virtual
+/// stage count v ≥ 2 that divides n_layers / pp and zb-v where 2·pp divides n_layers (only 1f1b
+/// for pp = 1); ZeRO 0–3 (0 for
 /// dp = 1); recompute none, selective, full; sequence parallelism off and on (off for tp = 1);
 /// the request's kept settings at the base's value. Each is the base scenario with the layout's
 /// values set through the schema and checked by validate() (violations are counted by the key

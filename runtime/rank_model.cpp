@@ -21,7 +21,7 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario,
                                            torch::Device device) {
   std::map<int, StageState> stages;
   for (int v = 0; v < layout.virtual_stages; ++v) {
-    const int stage = v * layout.pp + layout.pipeline_rank(rank);
+    const int stage = layout.stage_of(layout.pipeline_rank(rank), v);
     StageState state;
     state.module = std::make_shared<nn::StageModule>(scenario, partition.stage(stage), device,
                                                      torch::kFloat32, tp);

@@ -138,7 +138,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const int64_t first_step =
       options.resume ? resume(options.output_dir, layout, env.rank, stages) : 0;
   const int replica = layout.dp_index(rank);
-  const bool last_stage = layout.pipeline_rank(rank) == layout.pp - 1;
+  const bool last_stage = layout.pipeline_rank(rank) == layout.loss_pipeline_rank();
   const bool reporter = last_stage && replica == 0 && tp_index == 0;
   const double tokens_per_step = double(layout.dp) * layout.microbatches *
                                  scenario.layout.micro_batch_size * scenario.model.seq_len;

@@ -14,7 +14,9 @@
 //   pipeline rank  a group's position in its replica's pipeline, 0 .. pp-1 (group / dp); the
 //                  groups of one pipeline rank across replicas form a data-parallel group;
 //   stage          one contiguous slice of the model's layers, 0 .. pp x v - 1; stage s runs on
-//                  pipeline rank s % pp (Megatron-LM's interleaved placement);
+//                  the pipeline rank Layout::pipeline_rank_of_stage names: s % pp (Megatron-LM's
+//                  interleaved placement) or, for the V schedules, s % pp going out and
+//                  pp-1 - s % pp coming back (see StagePlacement);
 //   virtual stage  one of the v stages (model chunks) a pipeline rank holds, s / pp;
 //   microbatch     one slice of a replica's batch, 0 .. microbatches-1, moved through the stages;
 //   step           one training iteration: every microbatch's forward and backward, the DP sync
@@ -62,22 +64,35 @@ inline constexpr NameTable<Zero3Gather, 2> kZero3GatherNames{{{
 }}};
 
 /// The schedule generators (see schedules/generators.hpp), as layout.schedule names them.
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1, Zb1p, Zb2p };
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZbH1, Zb1p, Zb2p, ZbV, DualPipeV };
 
-inline constexpr NameTable<ScheduleKind, 6> kScheduleKindNames{{{
+inline constexpr NameTable<ScheduleKind, 8> kScheduleKindNames{{{
     {"gpipe", ScheduleKind::GPipe},
     {"1f1b", ScheduleKind::OneFOneB},
     {"interleaved-1f1b", ScheduleKind::Interleaved1F1B},
     {"zb-h1", ScheduleKind::ZbH1},
     {"zb-1p", ScheduleKind::Zb1p},
     {"zb-2p", ScheduleKind::Zb2p},
+    {"zb-v", ScheduleKind::ZbV},
+    {"dualpipe-v", ScheduleKind::DualPipeV},
 }}};
 
-/// Shape of a job. Stage s of v*pp stages runs on pipeline rank s mod pp. TP groups put the
-/// pipeline dimension outermost, as Megatron-LM and torchtitan do: group = pipeline_rank*dp +
-/// dp_index. Each group's tp ranks (processes, GPUs) run its actions together on their shards;
-/// ranks are ordered tp innermost, then dp, then pp (Megatron-LM's order): rank = group*tp +
-/// tp_index.
+/// Where the stages of chunk c (stages c*pp .. c*pp + pp-1) run.
+enum class StagePlacement {
+  /// Every chunk on pipeline ranks 0 .. pp-1 in order: stage s on rank s % pp (Megatron-LM).
+  Interleaved,
+  /// Even chunks on ranks 0 .. pp-1, odd chunks back on ranks pp-1 .. 0 (Qi et al. 2024,
+  /// "Pipeline Parallelism with Controllable Memory", §3): with v = 2, rank r holds stages r and
+  /// 2pp-1 - r, the turn from stage pp-1 to stage pp stays on rank pp-1 and the last stage runs
+  /// on rank 0.
+  VShape,
+};
+
+/// Shape of a job. Stage s of v*pp stages runs on pipeline rank pipeline_rank_of_stage(s). TP
+/// groups put the pipeline dimension outermost, as Megatron-LM and torchtitan do: group =
+/// pipeline_rank*dp + dp_index. Each group's tp ranks (processes, GPUs) run its actions together on
+/// their shards; ranks are ordered tp innermost, then dp, then pp (Megatron-LM's order): rank =
+/// group*tp + tp_index.
 struct Layout {
   int dp = 1;
   int pp = 1;
@@ -93,6 +108,8 @@ struct Layout {
   /// With zero 3: per layer around every compute action, or per stage (see Zero3Gather). Stage
   /// here (the IR's long-standing placement); the scenario key defaults to layer.
   Zero3Gather zero3_gather = Zero3Gather::Stage;
+  /// Set by generate() from the schedule kind (its requirements()).
+  StagePlacement placement = StagePlacement::Interleaved;
 
   int num_stages() const { return pp * virtual_stages; }
   /// TP groups (action lists): dp*pp.
@@ -104,7 +121,16 @@ struct Layout {
   int tp_index(int rank) const { return rank % tp; }
   /// The rank at `tp_index` of TP group `group`.
   int rank_of(int group, int tp_index) const { return group * tp + tp_index; }
-  int pipeline_rank_of_stage(int stage) const { return stage % pp; }
+  /// The pipeline rank that runs `stage`: the one placement rule (see StagePlacement).
+  int pipeline_rank_of_stage(int stage) const {
+    return turned(stage / pp) ? pp - 1 - stage % pp : stage % pp;
+  }
+  /// The stage of chunk `chunk` (0 .. v-1) on `pipeline_rank`: pipeline_rank_of_stage's inverse.
+  int stage_of(int pipeline_rank, int chunk) const {
+    return chunk * pp + (turned(chunk) ? pp - 1 - pipeline_rank : pipeline_rank);
+  }
+  /// The pipeline rank that runs the last stage, the one that computes the loss.
+  int loss_pipeline_rank() const { return pipeline_rank_of_stage(num_stages() - 1); }
   /// The pipeline rank and the replica of TP group `group`.
   int pipeline_rank(int group) const { return group / dp; }
   int dp_index(int group) const { return group % dp; }
@@ -114,6 +140,10 @@ struct Layout {
   int group_of_stage(int stage, int same_replica_as) const {
     return group(dp_index(same_replica_as), pipeline_rank_of_stage(stage));
   }
+
+ private:
+  /// Whether chunk `chunk` runs from rank pp-1 back to rank 0.
+  bool turned(int chunk) const { return placement == StagePlacement::VShape && chunk % 2 == 1; }
 };
 
 using ActionList = std::vector<Action>;

@@ -86,9 +86,13 @@ class Validator {
                    ": a stage runs on exactly one rank per pipeline (" + rank_str(home) + ")",
                {{r, i}});
         fail(name(r, i) + " on " + rank_str(r) + ": stage " + std::to_string(a.stage) +
-                 " belongs on " + rank_str(home) + " (stage mod pp)",
+                 " belongs on " + rank_str(home) + " (" + placement_rule() + ")",
              {{r, i}});
       }
+  }
+
+  std::string placement_rule() const {
+    return layout_.placement == StagePlacement::VShape ? "V placement" : "stage mod pp";
   }
 
   bool stage_appears(int rank, int stage) const {
@@ -102,7 +106,7 @@ class Validator {
   void for_each_rank_stage(Fn fn) const {
     for (int r = 0; r < static_cast<int>(s_.ranks.size()); ++r)
       for (int v = 0; v < layout_.virtual_stages; ++v)
-        fn(r, v * layout_.pp + layout_.pipeline_rank(r));
+        fn(r, layout_.stage_of(layout_.pipeline_rank(r), v));
   }
 
   void check_counts() const {

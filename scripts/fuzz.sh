@@ -25,7 +25,7 @@ mkdir -p "$schedule_seeds"
 for golden in tests/golden/*_pp*_m*.txt; do
   [[ "$(basename "$golden")" =~ ^(.*)_pp([0-9]+)_m([0-9]+)\.txt$ ]]
   v=1
-  [ "${BASH_REMATCH[1]}" = interleaved-1f1b ] && v=2
+  case "${BASH_REMATCH[1]}" in interleaved-1f1b | zb-v | dualpipe-v) v=2 ;; esac
   layout=$(((BASH_REMATCH[2] - 1) << 2 | (v - 1) << 4))
   { printf "$(printf '\\x%02x\\x%02x' "$layout" "$((BASH_REMATCH[3] - 1))")"; cat "$golden"; } \
     >"$schedule_seeds/$(basename "$golden")"

@@ -364,8 +364,8 @@ TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the
   };
   const std::array<Case, 8> cases{{
       {"  family: llama", "model.family", "llama, gpt2", "bert"},
-      {"  schedule: 1f1b", "layout.schedule", "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-1p, zb-2p",
-       "2f2b"},
+      {"  schedule: 1f1b", "layout.schedule",
+       "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-1p, zb-2p, zb-v, dualpipe-v", "2f2b"},
       {"  micro_batch_size: 1", "layout.dp_sync", "allreduce, gather-scatter, weight-average",
        "ring"},
       {"  precision: fp32", "training.precision", "fp32, bf16", "fp16"},

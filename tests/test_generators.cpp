@@ -16,7 +16,7 @@ Layout layout_for(const std::string& name, int pp, int m) {
   Layout layout;
   layout.pp = pp;
   layout.microbatches = m;
-  layout.virtual_stages = name == "interleaved-1f1b" ? 2 : 1;
+  layout.virtual_stages = requirements(*kScheduleKindNames.parse(name)).chunks(2);
   return layout;
 }
 
@@ -36,7 +36,7 @@ std::string read_file(const std::string& path) {
 
 TEST_CASE("generators reproduce the golden schedules") {
   // Golden files: tests/golden/<schedule>_pp<p>_m<m>.txt, the compute-only text form
-  // (`dtwin schedule --compute-only`), with v = 2 for interleaved 1F1B.
+  // (`dtwin schedule --compute-only`), with v = 2 for interleaved 1F1B, ZB-V and DualPipe-V.
   for (const std::string& name : kScheduleKindNames.names())
     for (auto [pp, m] : {std::pair{2, 4}, {4, 8}, {4, 12}}) {
       const std::string file = std::string(DTWIN_SOURCE_DIR) + "/tests/golden/" + name + "_pp" +
@@ -71,6 +71,20 @@ TEST_CASE("unit dry run: step counts of the closed forms") {
       CHECK(zb.step_units == 3 * m + pp - 1);
       CHECK(zb.bubble_fraction() == Approx(double(pp - 1) / (3 * m + pp - 1)));
     }
+    // ZB-V and DualPipe-V, two chunks per rank: 6m chunk passes per rank and 6m + pp - 1 units,
+    // again the least a step with a barrier takes (rank pp-1 starts after pp - 1 chunk forwards):
+    // (pp - 1)/2 rank units of bubble, half ZB-H1's. DualPipe-V needs m >= 2pp; ZB-V reaches the
+    // bound from m = 2pp - 1 on, where its phases are complete.
+    for (const char* name : {"zb-v", "dualpipe-v"}) {
+      CAPTURE(name);
+      if (m < 2 * pp) continue;
+      const DryRun v = dry_run(generate_named(name, layout_for(name, pp, m)));
+      CHECK_FALSE(v.deadlocked);
+      CHECK(v.step_units == 6 * m + pp - 1);
+      CHECK(v.bubble_fraction() == Approx(double(pp - 1) / (6 * m + pp - 1)));
+    }
+    CHECK(dry_run(generate_named("zb-v", layout_for("zb-v", pp, 2 * pp - 1))).step_units ==
+          6 * (2 * pp - 1) + pp - 1);
     // Interleaved 1F1B with v chunks: 3(v*m + pp - 1) chunk units (Narayanan et al. 2021 §2.2.2).
     if (m % pp == 0)
       for (int v : {2, 3}) {
@@ -100,12 +114,12 @@ TEST_CASE("generated schedules pass the validator, replicated over dp") {
 
 namespace {
 
-/// The most microbatches a rank holds activations for: F run, W not yet.
+/// The most microbatches a rank holds activations for: F run, B or W not yet.
 int peak_in_flight(const ActionList& actions) {
   int in_flight = 0, peak = 0;
   for (const Action& a : actions) {
     if (a.kind == ActionKind::F) peak = std::max(peak, ++in_flight);
-    if (a.kind == ActionKind::W) --in_flight;
+    if (a.kind == ActionKind::B || a.kind == ActionKind::W) --in_flight;
   }
   return peak;
 }
@@ -128,6 +142,41 @@ TEST_CASE(
     CAPTURE(name);
     CHECK(peak_in_flight(schedule.ranks[0]) == limit);
     for (const ActionList& actions : schedule.ranks) CHECK(peak_in_flight(actions) <= limit);
+  }
+}
+
+TEST_CASE(
+    "V schedules hold 1F1B's activations: 2pp chunk microbatches (ZB-V), one more (DualPipe-V)") {
+  // A chunk holds half a rank's layers: 2pp chunk microbatches are 1F1B's pp microbatches of the
+  // whole rank (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", §3). DualPipe-V's
+  // F&B slot runs the next forward before the backward that frees one: half a microbatch more.
+  for (auto [pp, m] : {std::pair{2, 4}, {4, 8}, {4, 12}, {3, 7}}) {
+    for (auto [name, limit] : {std::pair{"zb-v", 2 * pp}, {"dualpipe-v", 2 * pp + 1}}) {
+      const Schedule schedule = generate_named(name, layout_for(name, pp, m));
+      CAPTURE(name, pp, m);
+      CHECK(peak_in_flight(schedule.ranks[0]) == limit);
+      for (const ActionList& actions : schedule.ranks) CHECK(peak_in_flight(actions) <= limit);
+    }
+  }
+}
+
+TEST_CASE("V placement: rank r runs stages r and 2pp-1-r, the turn and the loss stay put") {
+  for (const char* name : {"zb-v", "dualpipe-v"}) {
+    const Schedule schedule = generate_named(name, layout_for(name, 4, 8));
+    CAPTURE(name);
+    CHECK(schedule.layout.placement == StagePlacement::VShape);
+    CHECK(schedule.layout.loss_pipeline_rank() == 0);
+    for (int r = 0; r < 4; ++r) {
+      CHECK(schedule.layout.stage_of(r, 0) == r);
+      CHECK(schedule.layout.stage_of(r, 1) == 7 - r);
+      for (const Action& a : schedule.ranks[r]) CHECK((a.stage == r || a.stage == 7 - r));
+    }
+  }
+  // ZB-V accepts any microbatch count, as PyTorch does, leaving out the missing ones' actions.
+  for (int m = 1; m < 7; ++m) {
+    CAPTURE(m);
+    const Schedule schedule = generate_named("zb-v", layout_for("zb-v", 4, m));
+    CHECK_NOTHROW(validate(schedule, Expect::ComputeOnly));
   }
 }
 
@@ -166,6 +215,11 @@ TEST_CASE("generate rejects layouts a schedule cannot serve") {
   CHECK_THROWS_WITH(generate_named("1f1b", layout), Catch::Contains("virtual_stages must be 1"));
   layout = layout_for("interleaved-1f1b", 3, 4);
   CHECK_THROWS_WITH(generate_named("interleaved-1f1b", layout), Catch::Contains("multiple of pp"));
+  layout = layout_for("zb-v", 2, 4);
+  layout.virtual_stages = 1;
+  CHECK_THROWS_WITH(generate_named("zb-v", layout), Catch::Contains("virtual_stages must be 2"));
+  layout = layout_for("dualpipe-v", 3, 5);
+  CHECK_THROWS_WITH(generate_named("dualpipe-v", layout), Catch::Contains("at least 2 * pp"));
   CHECK_FALSE(kScheduleKindNames.parse("pipedream"));
   layout.microbatches = 0;
   CHECK_THROWS_WITH(generate_named("gpipe", layout), Catch::Contains("positive"));

@@ -66,7 +66,8 @@ TEST_CASE("stages sharing a rank exchange nothing") {
 TEST_CASE("lowering keeps every generator's unit-time step count and validates") {
   for (const std::string& name : kScheduleKindNames.names())
     for (int dp : {1, 2}) {
-      const Layout layout = make_layout(dp, 4, 8, name == "interleaved-1f1b" ? 2 : 1);
+      const Layout layout =
+          make_layout(dp, 4, 8, requirements(*kScheduleKindNames.parse(name)).chunks(2));
       const Schedule compute = generate_named(name, layout);
       const Schedule lowered = lower(compute);
       CAPTURE(name, dp);

@@ -139,7 +139,8 @@ TEST_CASE("3D-parallel, ZeRO, recomputation, overlap and offload keys load throu
 
 TEST_CASE("layout.schedule accepts the schedule kinds' names", "[scenario]") {
   CHECK(dtwin::sched::kScheduleKindNames.names() ==
-        std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-1p", "zb-2p"});
+        std::vector<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-1p", "zb-2p",
+                                 "zb-v", "dualpipe-v"});
 }
 
 TEST_CASE("overrides given with --set replace, add and are checked like file values",

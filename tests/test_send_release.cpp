@@ -9,6 +9,7 @@
 #include "schedules/lowering.hpp"
 #include "schedules/send_release.hpp"
 #include "schedules/transfer.hpp"
+#include "tests/lowered_cases.hpp"
 
 using namespace dtwin::sched;
 
@@ -25,17 +26,10 @@ int index_of(const Schedule& s, int rank, const Action& a) {
 }  // namespace
 
 TEST_CASE("a send is released at a receive that the peer sent after taking the message") {
-  const auto [name, layout] = GENERATE(table<std::string, Layout>({
-      {"gpipe", {2, 3, 1, 6}},
-      {"1f1b", {1, 4, 1, 8}},
-      {"interleaved-1f1b", {1, 4, 3, 8}},
-      {"interleaved-1f1b", {2, 3, 2, 6}},
-      {"zb-h1", {2, 4, 1, 8}},
-      {"zb-1p", {2, 4, 1, 8}},
-      {"zb-2p", {2, 4, 1, 8}},
-  }));
-  CAPTURE(name, layout.pp, layout.virtual_stages);
-  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
+  const auto& [name, given] = GENERATE(from_range(dtwin::test::lowered_cases()));
+  CAPTURE(name, given.pp, given.virtual_stages);
+  const Schedule s = dtwin::test::lowered_case(name, given);
+  const Layout& layout = s.layout;  // with the kind's placement
   const DryRun run = dry_run(s);
   REQUIRE_FALSE(run.deadlocked);
   int released = 0;

@@ -20,10 +20,9 @@ Layout zero_layout(int dp, int pp, int m, int zero, int v = 1) {
   return Layout{dp, pp, v, m, DpSync::AllReduce, zero};
 }
 
-/// The lowered schedule of `kind` on dp × pp with m = 8 microbatches (v = 2 for interleaved).
+/// The lowered schedule of `kind` on dp × pp with m = 8 microbatches (v = 2 where it takes any).
 Schedule lowered(ScheduleKind kind, int dp, int pp, int zero) {
-  const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
-  return lower(generate(kind, zero_layout(dp, pp, 8, zero, v)));
+  return lower(generate(kind, zero_layout(dp, pp, 8, zero, requirements(kind).chunks(2))));
 }
 
 /// How often rank r runs the stage-level action `kind` of `stage`.
@@ -54,7 +53,7 @@ TEST_CASE("every generator lowers and validates at dp 2 for ZeRO 0 to 3") {
         CHECK(dry_run(s).step_units == dry_run(generate(kind, s.layout)).step_units);
         for (int r = 0; r < s.layout.group_count(); ++r)
           for (int v = 0; v < s.layout.virtual_stages; ++v) {
-            const int stage = v * pp + s.layout.pipeline_rank(r);
+            const int stage = s.layout.stage_of(s.layout.pipeline_rank(r), v);
             CAPTURE(r, stage);
             CHECK(count(s, r, stage, ActionKind::OPTIM) == 1);
             CHECK(count(s, r, stage, ActionKind::ALLREDUCE) == (zero == 0 ? 1 : 0));
@@ -118,14 +117,14 @@ TEST_CASE("ZeRO-3 per layer: a gather around every pass, a reduction per microba
   for (const auto& [name, kind] : kScheduleKindNames.entries())
     for (int pp : {2, 4}) {
       CAPTURE(name, pp);
-      const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
+      const int v = requirements(kind).chunks(2);
       const Schedule plain = generate(kind, layer_layout(2, pp, 8, v));
       const Schedule s = lower(plain);
       CHECK_NOTHROW(validate(s, Expect::Lowered));
       CHECK(dry_run(s).step_units == dry_run(plain).step_units);
       for (int r = 0; r < s.layout.group_count(); ++r)
         for (int c = 0; c < v; ++c) {
-          const int stage = c * pp + s.layout.pipeline_rank(r);
+          const int stage = s.layout.stage_of(s.layout.pipeline_rank(r), c);
           CAPTURE(r, stage);
           const int passes = static_cast<int>(std::count_if(
               s.ranks[r].begin(), s.ranks[r].end(),
@@ -169,7 +168,7 @@ TEST_CASE("the validator holds per-layer ZeRO-3 to a reduction per microbatch") 
 
 TEST_CASE("with dp = 1 the ZeRO stage adds nothing") {
   for (const auto& [name, kind] : kScheduleKindNames.entries()) {
-    const int v = kind == ScheduleKind::Interleaved1F1B ? 2 : 1;
+    const int v = requirements(kind).chunks(2);
     const std::string plain = to_text(lower(generate(kind, zero_layout(1, 2, 4, 0, v))));
     for (int zero = 1; zero <= 3; ++zero) {
       CAPTURE(name, zero);

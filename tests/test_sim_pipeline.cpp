@@ -1,6 +1,7 @@
 // Simulated pipelines against closed forms: with uniform stages and a free network the bubble
 // fraction is (pp-1)/(m+pp-1) for GPipe and 1F1B and (pp-1)/(v·m+pp-1) for interleaved 1F1B
-// (Narayanan et al. 2021, eq. 1 and §2.2.2); memory follows the schedule's in-flight count.
+// (Narayanan et al. 2021, eq. 1 and §2.2.2), (pp-1)/(6m+pp-1) for ZB-V and DualPipe-V; memory
+// follows the schedule's in-flight count.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -180,6 +181,22 @@ TEST_CASE("ZB-H1 bubble: a third of 1F1B's, (pp-1)/(3m+pp-1) with F = I = W") {
   const int pp = 4, m = 8;
   const double bubble = simulate_uniform(pipeline("zb-h1", pp, m, 1))[1];
   CHECK(bubble == Approx(double(pp - 1) / (3 * m + pp - 1)).epsilon(0.005));
+}
+
+TEST_CASE("ZB-V and DualPipe-V bubble: half ZB-H1's, (pp-1)/(6m+pp-1) with F = I = W") {
+  // Each of a rank's 2m chunk microbatches takes F + I + W = 3 units; rank pp-1 cannot start
+  // before pp-1 chunk forwards reach it, and the schedules lose nothing else (tests/
+  // test_generators.cpp checks the dry run's 6m + pp - 1 units).
+  const int pp = 4, m = 8;
+  const double one_f_one_b = double(pp - 1) / (m + pp - 1);
+  for (const char* schedule : {"zb-v", "dualpipe-v"}) {
+    CAPTURE(schedule);
+    const std::vector<double> result = simulate_uniform(pipeline(schedule, pp, m, 2));
+    const double step = result[0], bubble = result[1];
+    CHECK(bubble == Approx(double(pp - 1) / (6 * m + pp - 1)).epsilon(0.005));
+    CHECK(step == Approx(1e-3 * (6 * m + pp - 1)).epsilon(0.005));
+    CHECK(bubble < one_f_one_b / 4);
+  }
 }
 
 TEST_CASE("stages of 0 layers simulate: the embedding's and the head's ranks wait on the layers") {

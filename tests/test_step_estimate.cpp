@@ -37,7 +37,9 @@ TEST_CASE("the estimate's peak memory is the schedule's, for every schedule and 
                                            {"zb-2p", 3, 6, 1},
                                            {"interleaved-1f1b", 2, 4, 2},
                                            {"interleaved-1f1b", 4, 8, 2},
-                                           {"interleaved-1f1b", 2, 2, 3}}) {
+                                           {"interleaved-1f1b", 2, 2, 3},
+                                           {"zb-v", 2, 4, 2},
+                                           {"dualpipe-v", 4, 8, 2}}) {
     for (const char* zero : {"layout.zero=0", "layout.zero=3"}) {
       CAPTURE(schedule, pp, m, v, zero);
       const Scenario scenario =
@@ -58,7 +60,9 @@ TEST_CASE("the estimate's step time stays within 15% of the simulated step", "[e
   for (const auto& [schedule, pp, m, v] : {std::tuple{"gpipe", 3, 6, 1},
                                            {"1f1b", 3, 6, 1},
                                            {"1f1b", 2, 8, 1},
-                                           {"interleaved-1f1b", 2, 4, 2}}) {
+                                           {"interleaved-1f1b", 2, 4, 2},
+                                           {"zb-v", 2, 4, 2},
+                                           {"dualpipe-v", 2, 4, 2}}) {
     CAPTURE(schedule, pp, m, v);
     const Scenario scenario = layout(schedule, pp, m, v);
     const CostModel cost(scenario);

@@ -139,6 +139,16 @@ TEST_CASE("interleaved 1F1B, pp=2 with v=3, trains the single-rank model") {
   check_equal(train("pp2-interleaved", layout_args(1, 2, 4, "interleaved-1f1b", 3)));
 }
 
+TEST_CASE(
+    "V placement, pp=2 with 2 chunks per rank, trains the single-rank model: ZB-V, DualPipe-V") {
+  // Rank 0 holds stages 0 and 3 (the loss), rank 1 stages 1 and 2 (the turn, no transfer).
+  for (const char* schedule : {"zb-v", "dualpipe-v"}) {
+    CAPTURE(schedule);
+    check_equal(train(std::string("pp2-") + schedule,
+                      layout_args(1, 2, 4, schedule, 2) + " --set layout.stage_layers=[2,1,1,2]"));
+  }
+}
+
 TEST_CASE("stages of 0 layers, the embedding or the head alone, train the single-rank model") {
   // pp=3 with the 6 layers on the middle rank, under 1F1B and ZB-2p; interleaved pp=2, v=2 with
   // the embedding alone on stage 0 (rank 0) and the head alone on stage 3 (rank 1).

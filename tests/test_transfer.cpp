@@ -6,6 +6,7 @@
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
 #include "schedules/transfer.hpp"
+#include "tests/lowered_cases.hpp"
 
 using namespace dtwin::sched;
 
@@ -23,24 +24,10 @@ int count(const Schedule& s, int rank, const Action& a) {
 TEST_CASE(
     "receiver_of and sender_of are inverse, tags are unique per step, and each pair's messages "
     "are received in the order they are sent") {
-  const auto [name, layout] = GENERATE(table<std::string, Layout>({
-      {"gpipe", {2, 3, 1, 6}},
-      {"1f1b", {1, 2, 1, 4}},
-      {"interleaved-1f1b", {1, 2, 2, 4}},
-      {"interleaved-1f1b", {1, 4, 3, 8}},
-      {"gpipe", {2, 4, 1, 8}},
-      {"1f1b", {2, 3, 1, 6}},
-      {"1f1b", {2, 4, 1, 8}},
-      {"interleaved-1f1b", {2, 3, 2, 6}},
-      {"interleaved-1f1b", {2, 4, 2, 8}},
-      {"zb-h1", {2, 3, 1, 6}},
-      {"zb-h1", {2, 4, 1, 8}},
-      {"zb-1p", {2, 4, 1, 8}},
-      {"zb-2p", {2, 4, 1, 8}},
-      {"zb-2p", {1, 3, 1, 4}},
-  }));
-  CAPTURE(name, layout.pp, layout.virtual_stages);
-  const Schedule s = lower(generate(*kScheduleKindNames.parse(name), layout));
+  const auto& [name, given] = GENERATE(from_range(dtwin::test::lowered_cases()));
+  CAPTURE(name, given.pp, given.virtual_stages);
+  const Schedule s = dtwin::test::lowered_case(name, given);
+  const Layout& layout = s.layout;             // with the kind's placement
   std::vector<std::set<int>> tags(layout.dp);  // tags of the SENDs of each replica
   int transfers = 0;
   for (int rank = 0; rank < layout.group_count(); ++rank)

@@ -67,6 +67,22 @@ TEST_CASE("planted faults are rejected with the right message and the action mar
     CHECK_THAT(error, Catch::Contains("stage 0 runs on rank 1 and rank 0 of pipeline 0"));
     CHECK_THAT(error, Catch::Contains("a stage runs on exactly one rank per pipeline"));
   }
+  SECTION("V placement: stage 2pp-1 runs on rank 0, not on stage mod pp") {
+    // ZB-V's pp 2, m 1 order (tests/golden/ holds the larger ones).
+    const std::string v_shape =
+        "rank 0: 0F0 3F0 3I0 3W0 0I0 0W0\nrank 1: 1F0 2F0 2I0 2W0 1I0 1W0\n";
+    Layout layout{1, 2, 2, 1};
+    layout.placement = StagePlacement::VShape;
+    CHECK(validation_error(v_shape, Expect::ComputeOnly, layout) == "");
+    layout.placement = StagePlacement::Interleaved;
+    CHECK_THAT(validation_error(v_shape, Expect::ComputeOnly, layout),
+               Catch::Contains("3F0 on rank 0: stage 3 belongs on rank 1 (stage mod pp)"));
+    const std::string interleaved =
+        "rank 0: 0F0 2F0 2I0 2W0 0I0 0W0\nrank 1: 1F0 3F0 3I0 3W0 1I0 1W0\n";
+    layout.placement = StagePlacement::VShape;
+    CHECK_THAT(validation_error(interleaved, Expect::ComputeOnly, layout),
+               Catch::Contains("2F0 on rank 0: stage 2 belongs on rank 1 (V placement)"));
+  }
   SECTION("missing OPTIM") {
     const std::string error = validation_error(
         "rank 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0OPTIM\n"

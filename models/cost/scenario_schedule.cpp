@@ -9,8 +9,9 @@ namespace dtwin {
 
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
-  return {spec.dp,   spec.pp, spec.virtual_stages, spec.microbatches, spec.dp_sync,
-          spec.zero, spec.tp, spec.zero3_gather};
+  return {spec.dp,           spec.pp,           spec.virtual_stages,
+          spec.microbatches, spec.dp_sync,      spec.zero,
+          spec.tp,           spec.zero3_gather, sched::requirements(spec.schedule).placement};
 }
 
 sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {

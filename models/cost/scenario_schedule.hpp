@@ -9,7 +9,8 @@ namespace dtwin {
 
 class CostModel;
 
-/// The schedule layout of a scenario (dp, pp, virtual stages, microbatches, DP sync, ZeRO stage).
+/// The schedule layout of a scenario (dp, pp, virtual stages, microbatches, DP sync, ZeRO stage,
+/// its schedule's stage placement).
 sched::Layout schedule_layout(const Scenario& scenario);
 
 /// The pass times the zero-bubble heuristics (ZB-1p, ZB-2p) order passes by: F, I (its

@@ -1,6 +1,7 @@
 #include "models/cost/step_estimate.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/cost/nccl_model.hpp"
 #include "models/cost/parallel_memory.hpp"
@@ -88,6 +89,28 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
                   seconds(NcclCollective::AllGather, exposed * gather));
 }
 
+// The bubble of the schedule's unit-time dry run, in microbatches of a rank's work: pp - 1 for
+// GPipe and 1F1B (3(m + pp - 1) units), (pp - 1)/v interleaved (3(v·m + pp - 1) chunk units),
+// (pp - 1)/3 for ZB-H1, ZB-1p and ZB-2p (3m + pp - 1 units), (pp - 1)/6 for ZB-V and DualPipe-V
+// (6m + pp - 1 chunk units).
+double bubble_microbatches(const LayoutSpec& l) {
+  switch (l.schedule) {
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB:
+      return l.pp - 1;
+    case ScheduleKind::Interleaved1F1B:
+      return double(l.pp - 1) / l.virtual_stages;
+    case ScheduleKind::ZbH1:
+    case ScheduleKind::Zb1p:
+    case ScheduleKind::Zb2p:
+      return (l.pp - 1) / 3.0;
+    case ScheduleKind::ZbV:
+    case ScheduleKind::DualPipeV:
+      return (l.pp - 1) / 6.0;
+  }
+  throw std::logic_error("bubble_microbatches: unknown schedule kind");
+}
+
 }  // namespace
 
 sched::Schedule memory_proxy(const LayoutSpec& l, const sched::PassTimes& times) {
@@ -105,7 +128,6 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost) {
 StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
                            const sched::Schedule& proxy) {
   const LayoutSpec& l = scenario.layout;
-  const double v = l.schedule == ScheduleKind::Interleaved1F1B ? l.virtual_stages : 1;
   const double m = l.microbatches;
   StepEstimate e;
   e.peak_bytes.assign(l.pp, 0);
@@ -115,7 +137,7 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   // with overlap_grad_reduce only a bucket of its last one is exposed.
   std::vector<double> work(l.pp, 0), optimizer(l.pp, 0), sync(l.pp, 0);
   for (int s = 0; s < cost.num_stages(); ++s) {
-    const int r = s % l.pp;
+    const int r = proxy.layout.pipeline_rank_of_stage(s);
     const StageCost& c = cost.stage(s);
     const StageSeconds t = stage_seconds(scenario, c);
     work[r] += t.forward + t.backward;
@@ -128,11 +150,7 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
     slowest = std::max(slowest, work[r]);
     e.peak_bytes[r] = peak_memory_bytes(proxy, proxy.layout.group(0, r), cost);
   }
-  // The zero-bubble schedules' unit-time dry run: 3m + pp - 1 units against 1F1B's 3(m + pp - 1).
-  const bool zero_bubble = l.schedule == ScheduleKind::ZbH1 || l.schedule == ScheduleKind::Zb1p ||
-                           l.schedule == ScheduleKind::Zb2p;
-  const double bubble_units = zero_bubble ? (l.pp - 1) / 3.0 : l.pp - 1;
-  e.bubble_s = bubble_units * slowest / v;
+  e.bubble_s = bubble_microbatches(l) * slowest;
   // Ranks that share a device's cores cannot together run faster than the cores allow.
   e.pipeline_s = std::max(m * slowest + e.bubble_s, m * slowest * oversubscription(scenario));
 

@@ -233,10 +233,11 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind_enum(choice("layout.schedule", true, "the pipeline schedule", "",
                                "parallelism.pipeline_parallel_schedule"),
                         sched::kScheduleKindNames, &S::layout, &L::schedule));
-  f.push_back(bind(integer("layout.virtual_stages", false, 1,
-                           "model chunks per pipeline rank (interleaved-1f1b only)",
-                           "--virtual-pipeline-model-parallel-size"),
-                   &S::layout, &L::virtual_stages));
+  f.push_back(
+      bind(integer("layout.virtual_stages", false, 1,
+                   "model chunks per pipeline rank (interleaved-1f1b; 2 for zb-v and dualpipe-v)",
+                   "--virtual-pipeline-model-parallel-size"),
+           &S::layout, &L::virtual_stages));
   f.push_back(bind_enum(choice("layout.dp_sync", false,
                                "how replicas synchronise after the step: all-reduce the "
                                "gradients, gather-scatter them through replica 0, or average "

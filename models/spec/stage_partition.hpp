@@ -30,8 +30,8 @@ struct StagePartition {
   /// n_layers without one.
   explicit StagePartition(const Scenario& scenario);
 
-  /// pp · virtual_stages stages in stage order (stage s runs on pipeline rank s mod pp): the
-  /// layout.stage_layers list, or n_layers / stages layers each.
+  /// pp · virtual_stages stages in stage order (sched::Layout::pipeline_rank_of_stage places them):
+  /// the layout.stage_layers list, or n_layers / stages layers each.
   std::vector<StageLayers> stages;
   /// Gradients per data-parallel bucket, in parameters: layout.bucket_size bytes at the gradient
   /// precision's element size, or by default Megatron-LM's max(4e7, 1e6·dp) (its

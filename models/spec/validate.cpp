@@ -6,6 +6,7 @@
 
 #include "models/spec/schema.hpp"
 #include "models/spec/stage_partition.hpp"
+#include "schedules/generators.hpp"
 
 namespace dtwin {
 namespace {
@@ -54,14 +55,24 @@ void check_model(const ModelSpec& m, std::vector<Violation>& out) {
 }
 
 void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
-  const bool interleaved = l.schedule == sched::ScheduleKind::Interleaved1F1B;
-  if (l.virtual_stages != 1 && !interleaved)
-    out.push_back({{"layout.virtual_stages"}, "1 unless layout.schedule is interleaved-1f1b"});
-  if (interleaved && l.pp > 0 && l.microbatches % l.pp != 0) {
+  const std::string_view schedule = sched::kScheduleKindNames.name(l.schedule);
+  const sched::Requirements needs = sched::requirements(l.schedule);
+  if (needs.virtual_stages == 1 && l.virtual_stages != 1)
+    out.push_back({{"layout.virtual_stages"},
+                   "1 unless layout.schedule is interleaved-1f1b, zb-v or dualpipe-v"});
+  if (needs.virtual_stages > 1 && l.virtual_stages != needs.virtual_stages)
+    out.push_back({{"layout.virtual_stages"},
+                   fmt::format("{} for {} (V placement: two chunks per rank)", needs.virtual_stages,
+                               schedule)});
+  if (needs.microbatches_pp_multiple && l.pp > 0 && l.microbatches % l.pp != 0) {
     out.push_back({{"layout.microbatches", "layout.pp"},
-                   fmt::format("layout.microbatches ({}) to be a multiple of layout.pp ({}) for "
-                               "interleaved-1f1b",
-                               l.microbatches, l.pp)});
+                   fmt::format("layout.microbatches ({}) to be a multiple of layout.pp ({}) for {}",
+                               l.microbatches, l.pp, schedule)});
+  }
+  if (l.microbatches < needs.min_microbatches_per_pp * l.pp) {
+    out.push_back({{"layout.microbatches", "layout.pp"},
+                   fmt::format("layout.microbatches ({}) to be at least {} * layout.pp ({}) for {}",
+                               l.microbatches, needs.min_microbatches_per_pp, l.pp, schedule)});
   }
   const int stages = l.pp * l.virtual_stages;
   if (stages <= 0) return;

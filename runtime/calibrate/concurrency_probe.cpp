@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "models/cost/cost_model.hpp"
+#include "models/cost/scenario_schedule.hpp"
 #include "runtime/calibrate/late_receive.hpp"
 #include "runtime/calibrate/sample_statistics.hpp"
 #include "runtime/calibrate/stage_run.hpp"
@@ -292,10 +293,11 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
 }
 
 std::vector<int> stages_of_rank(const Scenario& scenario, int rank) {
-  const LayoutSpec& l = scenario.layout;
-  const int pipeline_rank = rank / l.tp / l.dp;
+  const sched::Layout layout = schedule_layout(scenario);
+  const int pipeline_rank = layout.pipeline_rank(layout.group_of(rank));
   std::vector<int> stages;
-  for (int s = pipeline_rank; s < l.pp * l.virtual_stages; s += l.pp) stages.push_back(s);
+  for (int v = 0; v < layout.virtual_stages; ++v)
+    stages.push_back(layout.stage_of(pipeline_rank, v));
   return stages;
 }
 
