@@ -513,7 +513,7 @@ TEST_CASE("dtwin plan keeps a layout only if its tensors fit beside the context,
 }
 
 TEST_CASE("dtwin simulate cautions where the validation found its predictions off") {
-  // Narayanan et al. 2021 Table 2's ZeRO-3 runs: missed by 24-70% (bench/results/validate.md).
+  // Narayanan et al. 2021 Table 2's ZeRO-3 runs: missed by 27-77% (bench/results/validate.md).
   const std::string zero3 =
       std::string(DTWIN_SOURCE_DIR) + "/validation/narayanan2021-t2-174.6b-384gpu-zero3.yaml";
   const Result cautioned =
@@ -525,6 +525,24 @@ TEST_CASE("dtwin simulate cautions where the validation found its predictions of
                                  std::filesystem::absolute("sim-zero1").string());
   REQUIRE(plain.exit_code == 0);
   CHECK_THAT(plain.output, !Catch::Contains("caution:"));
+}
+
+TEST_CASE("dtwin simulate cautions where a given peak is not the device description's") {
+  // The quickstart's CPU peak (200 GFLOP/s) kept beside an H100 description that times the
+  // kernels: the MFU would be a fraction of the wrong peak.
+  const std::string out = std::filesystem::absolute("sim-peak").string();
+  const Result mixed =
+      run_dtwin("simulate " + kQuickstart + " --set cluster.device.model=h100-sxm -o " + out);
+  REQUIRE(mixed.exit_code == 0);
+  CHECK_THAT(mixed.output, Catch::Contains("caution: cluster.device.peak_flops (0.2 TFLOP/s) is "
+                                           "not the fp32 peak of cluster.device.model h100-sxm"));
+  // The description's own peak given again: nothing to caution.
+  const Result same = run_dtwin("simulate " + kQuickstart +
+                                " --set cluster.device.model=h100-sxm "
+                                "--set cluster.device.peak_flops=67TFLOP/s -o " +
+                                out);
+  REQUIRE(same.exit_code == 0);
+  CHECK_THAT(same.output, !Catch::Contains("caution:"));
 }
 
 TEST_CASE("the published runs that held the most memory fit what the shipped GPUs leave tensors") {
