@@ -309,6 +309,8 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
          {std::string("runtime.backend=nccl"),
           std::string("training.grad_precision=bf16 --set training.precision=bf16"),
           std::string("model.family=gpt2"), std::string("model.n_kv_heads=2"),
+          std::string("model.moe.num_experts=4 --set model.moe.top_k=2 --set "
+                      "model.moe.expert_ffn_hidden=384"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
                       "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),
           std::string("layout.zero3_gather=layer --set layout.zero=3 --set layout.dp=3 --set "
@@ -318,6 +320,16 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
       CHECK(result.exit_code == 2);
       CHECK_THAT(result.output, Catch::Contains(set.substr(0, set.find('='))));
     }
+}
+
+TEST_CASE("simulate refuses a mixture of experts, which the cost model does not charge yet") {
+  const Result result = run_dtwin("simulate " + kQuickstart +
+                                  " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set "
+                                  "model.moe.expert_ffn_hidden=384 -o simulate-moe");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Catch::Contains("model.moe: expected absent"));
+  CHECK_FALSE(std::filesystem::exists("simulate-moe/predicted.summary.json"));
 }
 
 TEST_CASE("train refuses a tensor-parallel size that does not divide the model, with exit 2") {

@@ -1,5 +1,6 @@
 #include "models/cost/cost_model.hpp"
 
+#include "base/user_error.hpp"
 #include "models/cost/attention_split.hpp"
 #include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
@@ -211,6 +212,11 @@ CostModel::CostModel(const Scenario& scenario)
       layout_(scenario.layout),
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
       grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
+  if (model_.moe.enabled())
+    throw UserError(scenario.source +
+                    ": model.moe: expected absent (the cost model does not charge "
+                    "mixture-of-experts layers yet: models/cost/moe_layer.hpp has their closed "
+                    "forms, the stages do not use them)");
   const Shape shape = shape_of(model_, scenario.layout.tp);
   const StagePartition partition(scenario);
   bucket_params_ = partition.bucket_params;

@@ -163,7 +163,7 @@ class CostModel {
   /// Reads model.*, layout.*, training.precision and the cluster's links (for tensor-parallel
   /// collectives). Throws std::logic_error (a bug) for a scenario
   /// that the loader would have rejected (a family or precision without a table entry, a bad
-  /// layer split).
+  /// layer split); throws UserError (exit 2) for model.moe, which it does not charge yet.
   explicit CostModel(const Scenario& scenario);
 
   /// pp · virtual_stages.

@@ -13,6 +13,27 @@
 
 namespace dtwin {
 
+/// Mixture-of-experts feed-forward (model.moe; Shazeer et al. 2017, GShard, Switch, Mixtral,
+/// DeepSeek-V3): in each MoE layer a router sends every token to top_k of num_experts SwiGLU
+/// experts of width expert_ffn_hidden, beside an always-used shared expert of width
+/// shared_expert_ffn_hidden (0 = none). num_experts 0 = a dense model (no model.moe section).
+struct MoeSpec {
+  int num_experts = 0;
+  int top_k = 0;
+  int expert_ffn_hidden = 0;
+  int shared_expert_ffn_hidden = 0;  ///< 0 = no shared expert
+  int first_dense_layers = 0;        ///< the first k layers keep the dense feed-forward
+  /// GShard's capacity factor: an expert takes at most capacity_factor·T·top_k/num_experts
+  /// tokens of a microbatch, the rest dropped; 0 = dropless (no cap).
+  double capacity_factor = 0;
+  /// A user-given planning factor >= 1: the tokens the busiest expert-parallel rank receives over
+  /// the mean, T·top_k/ep. It scales the expert GEMMs and the all-to-alls, which wait for the
+  /// busiest rank. 1 = perfectly balanced routing.
+  double load_imbalance = 1;
+  Router router = Router::Softmax;
+  bool enabled() const { return num_experts > 0; }
+};
+
 /// Transformer dimensions of a decoder-only model of one of two families:
 ///  - "llama": RMSNorm, rotary position embeddings (so an even head size), bias-free
 ///    projections, a SwiGLU feed-forward of width ffn_hidden and an LM head untied from the
@@ -32,6 +53,7 @@ struct ModelSpec {
   int ffn_hidden = 0;  ///< width of the feed-forward hidden layer (SwiGLU or GELU MLP)
   int seq_len = 0;     ///< tokens per sequence
   Attention attention = Attention::Eager;
+  MoeSpec moe;  ///< num_experts 0: every layer dense
   /// n_kv_heads, or n_heads where it is 0.
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
@@ -41,9 +63,15 @@ struct ModelSpec {
 /// g = (pipeline_rank * dp + dp_index) * tp + tp_index. A schedule rank is one tensor-parallel
 /// group (tp GPUs that run the same actions on shards of each layer).
 struct LayoutSpec {
-  int dp = 1;                ///< data-parallel replicas
-  int pp = 1;                ///< pipeline ranks per replica
-  int tp = 1;                ///< tensor-parallel degree (Megatron-LM's column/row split)
+  int dp = 1;  ///< data-parallel replicas
+  int pp = 1;  ///< pipeline ranks per replica
+  int tp = 1;  ///< tensor-parallel degree (Megatron-LM's column/row split)
+  /// Expert parallelism, folded as Megatron-Core's "MoE parallel folding" (Liu et al. 2025): the
+  /// MoE layers re-partition a stage's dp·tp GPUs as etp × ep × edp (expert-tensor index
+  /// innermost, then expert-parallel index, then expert-data-parallel index, all in the order of
+  /// the dense layers' GPU numbering g mod dp·tp), edp = dp·tp / (ep·etp).
+  int ep = 1;                ///< expert-parallel degree: num_experts / ep experts per GPU
+  int etp = 0;               ///< expert tensor parallelism; 0 = tp (Megatron-LM's default)
   int microbatches = 1;      ///< microbatches per step per replica
   int micro_batch_size = 1;  ///< sequences per microbatch
   sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
@@ -62,6 +90,9 @@ struct LayoutSpec {
   double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
   bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
   Offload offload = Offload::None;
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// The expert data-parallel group: the replicas of one expert shard, dp·tp / (ep·etp).
+  int expert_dp() const { return dp * tp / (ep * expert_tp()); }
   /// True where ZeRO-3 gathers per layer on a data-parallel group (zero 3, zero3_gather layer,
   /// dp > 1): each pass gathers its layers, each microbatch's gradients are reduce-scattered.
   bool gathers_layers() const {

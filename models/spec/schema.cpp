@@ -210,6 +210,51 @@ std::vector<FieldSpec> make_fields() {
                                "--attention-backend"),
                         kAttentionNames, &S::model, &M::attention));
 
+  f.push_back(section("model.moe", false,
+                      "mixture-of-experts feed-forward (Megatron-Core MoE); absent = dense"));
+  using E = MoeSpec;
+  f.push_back(bind(integer("model.moe.num_experts", true, 1, "routed experts per MoE layer",
+                           "--num-experts", "model.moe_args.num_experts"),
+                   &S::model, &M::moe, &E::num_experts));
+  f.push_back(bind(
+      integer("model.moe.top_k", true, 1, "experts each token is routed to; at most num_experts",
+              "--moe-router-topk", "model.moe_args.top_k"),
+      &S::model, &M::moe, &E::top_k));
+  f.push_back(bind(
+      integer("model.moe.expert_ffn_hidden", true, 1, "hidden width of each routed expert's SwiGLU",
+              "--moe-ffn-hidden-size", "model.moe_inter_dim"),
+      &S::model, &M::moe, &E::expert_ffn_hidden));
+  f.push_back(bind(noted(integer("model.moe.shared_expert_ffn_hidden", false, 0,
+                                 "hidden width of the shared expert every token also passes "
+                                 "(all shared experts together); 0 = none",
+                                 "--moe-shared-expert-intermediate-size",
+                                 "model.moe_args.num_shared_experts (times moe_inter_dim)"),
+                         "0: no shared expert"),
+                   &S::model, &M::moe, &E::shared_expert_ffn_hidden));
+  f.push_back(
+      bind(integer("model.moe.first_dense_layers", false, 0,
+                   "the first k layers keep the dense model.ffn_hidden feed-forward, the "
+                   "rest are MoE layers; fewer than n_layers",
+                   "--moe-layer-freq (a pattern of k zeros, then ones)", "model.n_dense_layers"),
+           &S::model, &M::moe, &E::first_dense_layers));
+  f.push_back(bind(noted(quantity("model.moe.capacity_factor", false, Quantity::Count, true,
+                                  "GShard's capacity factor: an expert takes at most "
+                                  "capacity_factor · tokens · top_k / num_experts tokens, the rest "
+                                  "are dropped",
+                                  "--moe-expert-capacity-factor"),
+                         "dropless (no capacity)"),
+                   &S::model, &M::moe, &E::capacity_factor));
+  f.push_back(bind(quantity("model.moe.load_imbalance", false, Quantity::Count, true,
+                            "a planning factor >= 1: tokens the busiest expert-parallel rank "
+                            "receives over the mean (1 = balanced routing); scales the expert "
+                            "GEMMs and the all-to-alls"),
+                   &S::model, &M::moe, &E::load_imbalance));
+  f.push_back(bind_enum(choice("model.moe.router", false,
+                               "softmax top-k, or sigmoid top-k with an auxiliary-loss-free "
+                               "expert bias (DeepSeek-V3)",
+                               "--moe-router-score-function", "model.moe_args.score_func"),
+                        kRouterNames, &S::model, &M::moe, &E::router));
+
   f.push_back(section("layout", true,
                       "how ranks split the model and the batch: world size = dp·pp·tp ranks"));
   f.push_back(bind(integer("layout.dp", true, 1, "data-parallel replicas", "",
@@ -223,6 +268,18 @@ std::vector<FieldSpec> make_fields() {
       bind(integer("layout.tp", false, 1, "tensor-parallel degree (Megatron-LM's column/row split)",
                    "--tensor-model-parallel-size", "parallelism.tensor_parallel_degree"),
            &S::layout, &L::tp));
+  f.push_back(bind(integer("layout.ep", false, 1,
+                           "expert-parallel degree, dividing model.moe.num_experts; ep · etp "
+                           "divides dp · tp (MoE parallel folding)",
+                           "--expert-model-parallel-size", "parallelism.expert_parallel_degree"),
+                   &S::layout, &L::ep));
+  f.push_back(bind(
+      noted(integer("layout.etp", false, 1,
+                    "expert tensor-parallel degree: each expert's width split over "
+                    "etp GPUs",
+                    "--expert-tensor-parallel-size", "parallelism.expert_tensor_parallel_degree"),
+            "layout.tp (Megatron-LM's default)"),
+      &S::layout, &L::etp));
   f.push_back(bind(integer("layout.microbatches", true, 1,
                            "microbatches per step per replica (global batch / (dp · "
                            "micro_batch_size))"),

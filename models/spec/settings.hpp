@@ -1,8 +1,7 @@
-// The scenario's settings that take one of a few named values (model.family, model.attention,
-// layout.recompute, layout.offload, training.precision, cluster.device.kind, cluster.topology,
-// runtime.backend, runtime.device),
-// each with its one table of names. The schedule vocabulary (layout.schedule, layout.dp_sync)
-// lives in schedules/schedule.hpp.
+// The scenario's settings that take one of a few named values (model.family, model.moe.router,
+// model.attention, layout.recompute, layout.offload, training.precision, cluster.device.kind,
+// cluster.topology, runtime.backend, runtime.device), each with its one table of names. The
+// schedule vocabulary (layout.schedule, layout.dp_sync) lives in schedules/schedule.hpp.
 #pragma once
 
 #include "base/name_table.hpp"
@@ -13,6 +12,15 @@ namespace dtwin {
 enum class ModelFamily { Llama, Gpt2 };
 inline constexpr NameTable<ModelFamily, 2> kModelFamilyNames{
     {{{"llama", ModelFamily::Llama}, {"gpt2", ModelFamily::Gpt2}}}};
+
+/// model.moe.router: how a mixture-of-experts layer scores its experts before taking the top k:
+/// a softmax over the experts' logits (Mixtral, Megatron-Core's default), or a sigmoid per
+/// expert with a learned bias added for the choice only (DeepSeek-V3's auxiliary-loss-free
+/// balancing, Wang et al. 2024; Megatron-Core's --moe-router-score-function sigmoid with
+/// --moe-router-enable-expert-bias). Both cost the same here: one d×E GEMM and a top-k.
+enum class Router { Softmax, Sigmoid };
+inline constexpr NameTable<Router, 2> kRouterNames{
+    {{{"softmax", Router::Softmax}, {"sigmoid", Router::Sigmoid}}}};
 
 /// model.attention: how attention is computed. Flash (memory-efficient) attention never stores
 /// the a·s² score and softmax tensors, so Korthikanti et al. 2022's 5as/h activation term drops

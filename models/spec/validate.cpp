@@ -129,6 +129,55 @@ void check_tensor_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<
                    "its all-gathers and reduce-scatters)"});
 }
 
+/// Mixture of experts (model.moe) and expert parallelism, folded as Megatron-Core does: the
+/// MoE layers re-partition a stage's dp·tp GPUs as etp × ep × edp, so ep · etp divides dp · tp.
+void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
+  const MoeSpec& e = m.moe;
+  if (!e.enabled()) {
+    if (l.ep != 1) out.push_back({{"layout.ep"}, "1 unless model.moe is given"});
+    if (l.etp != 0) out.push_back({{"layout.etp"}, "absent unless model.moe is given"});
+    return;
+  }
+  if (m.family != ModelFamily::Llama)
+    out.push_back({{"model.family", "model.moe"}, "llama with model.moe (SwiGLU experts)"});
+  if (l.tp > 1 && !l.sequence_parallel)
+    out.push_back({{"layout.sequence_parallel", "model.moe"},
+                   "true with model.moe and layout.tp > 1 (Megatron-Core requires it: each GPU "
+                   "dispatches its T/tp tokens)"});
+  if (e.top_k > e.num_experts)
+    out.push_back({{"model.moe.top_k", "model.moe.num_experts"},
+                   fmt::format("model.moe.top_k ({}) to be at most model.moe.num_experts ({})",
+                               e.top_k, e.num_experts)});
+  if (e.num_experts % l.ep != 0)
+    out.push_back(
+        {{"layout.ep", "model.moe.num_experts"},
+         fmt::format("layout.ep ({}) to divide model.moe.num_experts ({})", l.ep, e.num_experts)});
+  const int etp = l.expert_tp();
+  if ((l.dp * l.tp) % (l.ep * etp) != 0)
+    out.push_back({{"layout.ep", "layout.etp", "layout.dp", "layout.tp"},
+                   fmt::format("layout.ep · layout.etp ({} · {}) to divide layout.dp · layout.tp "
+                               "({} · {}) (the MoE layers re-partition a stage's dp·tp GPUs)",
+                               l.ep, etp, l.dp, l.tp)});
+  if (e.expert_ffn_hidden % etp != 0)
+    out.push_back({{"layout.etp", "model.moe.expert_ffn_hidden"},
+                   fmt::format("model.moe.expert_ffn_hidden ({}) to be a multiple of the expert "
+                               "tensor-parallel degree ({})",
+                               e.expert_ffn_hidden, etp)});
+  if (e.shared_expert_ffn_hidden % l.tp != 0)
+    out.push_back({{"model.moe.shared_expert_ffn_hidden", "layout.tp"},
+                   fmt::format("model.moe.shared_expert_ffn_hidden ({}) to be a multiple of "
+                               "layout.tp ({})",
+                               e.shared_expert_ffn_hidden, l.tp)});
+  if (e.first_dense_layers >= m.n_layers)
+    out.push_back({{"model.moe.first_dense_layers", "model.n_layers"},
+                   fmt::format("model.moe.first_dense_layers ({}) to be less than model.n_layers "
+                               "({})",
+                               e.first_dense_layers, m.n_layers)});
+  if (e.load_imbalance < 1)
+    out.push_back({{"model.moe.load_imbalance"},
+                   "at least 1 (the busiest expert-parallel rank's tokens over the mean)"});
+}
+
 void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
   if (l.zero > 0 && l.dp == 1)
     out.push_back(
@@ -191,6 +240,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_model(sc.model, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
+  check_experts(sc.model, sc.layout, out);
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
   check_cluster(sc, out);

@@ -1,0 +1,84 @@
+#include "models/cost/moe_layer.hpp"
+
+#include <algorithm>
+
+#include "models/cost/parallel_memory.hpp"
+
+namespace dtwin {
+
+int moe_layers(const ModelSpec& model) {
+  return model.moe.enabled() ? model.n_layers - model.moe.first_dense_layers : 0;
+}
+
+double moe_busiest_factor(const MoeSpec& moe) {
+  return moe.capacity_factor > 0 ? std::min(moe.load_imbalance, moe.capacity_factor)
+                                 : moe.load_imbalance;
+}
+
+double moe_tokens_per_gpu(const LayoutSpec& layout, double tokens_per_microbatch) {
+  return tokens_per_microbatch / layout.tp;
+}
+
+double moe_all_to_all_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                            double tokens_per_microbatch, double bytes_per_element) {
+  const double routed = moe_busiest_factor(model.moe) *
+                        moe_tokens_per_gpu(layout, tokens_per_microbatch) * model.moe.top_k;
+  return routed * model.d_model * bytes_per_element * (layout.ep - 1) / layout.ep;
+}
+
+double moe_all_to_all_seconds(const Scenario& scenario, double bytes) {
+  const LayoutSpec& l = scenario.layout;
+  const ClusterSpec& c = scenario.cluster;
+  if (l.ep == 1) return 0;
+  const int node = c.devices_per_node * c.ranks_per_device;
+  const int peers = l.ep - 1;
+  const int near = std::min(l.ep, std::max(1, node / l.expert_tp())) - 1;
+  const double intra = bytes * near / peers / c.intra_node.bandwidth;
+  if (near == peers) return c.intra_node.latency + intra;
+  const double inter = bytes * (peers - near) / peers * node / c.inter_node.bandwidth;
+  return std::max(c.intra_node.latency, c.inter_node.latency) + std::max(intra, inter);
+}
+
+double expert_params(const MoeSpec& moe, int d_model) {
+  return 3.0 * moe.num_experts * d_model * moe.expert_ffn_hidden;
+}
+
+double expert_params_per_gpu(const ModelSpec& model, const LayoutSpec& layout) {
+  return expert_params(model.moe, model.d_model) / (layout.ep * layout.expert_tp());
+}
+
+double moe_ffn_params(const ModelSpec& model) {
+  const double d = model.d_model;
+  return expert_params(model.moe, model.d_model) + d * model.moe.num_experts +
+         3 * d * model.moe.shared_expert_ffn_hidden;
+}
+
+double moe_active_ffn_params(const ModelSpec& model) {
+  const double d = model.d_model;
+  const MoeSpec& e = model.moe;
+  return 3 * d * e.expert_ffn_hidden * e.top_k + 3 * d * e.shared_expert_ffn_hidden +
+         d * e.num_experts;
+}
+
+double moe_expert_tokens(const ModelSpec& model, const LayoutSpec& layout,
+                         double tokens_per_microbatch) {
+  return moe_busiest_factor(model.moe) * moe_tokens_per_gpu(layout, tokens_per_microbatch) *
+         model.moe.top_k * layout.expert_tp();
+}
+
+double moe_ffn_forward_flops(const ModelSpec& model, const LayoutSpec& layout,
+                             double tokens_per_microbatch) {
+  const MoeSpec& e = model.moe;
+  const double d = model.d_model, tokens = moe_tokens_per_gpu(layout, tokens_per_microbatch);
+  const double experts = 2 * moe_expert_tokens(model, layout, tokens_per_microbatch) * 3 * d *
+                         e.expert_ffn_hidden / layout.expert_tp();
+  return 2 * tokens * d * e.num_experts + experts + 6 * tokens * d * e.shared_expert_ffn_hidden;
+}
+
+double expert_state_bytes_per_gpu(const ModelSpec& model, const LayoutSpec& layout,
+                                  double bytes_per_element, double grad_bytes_per_element) {
+  return model_state_bytes(expert_params_per_gpu(model, layout), layout.zero, layout.expert_dp(),
+                           layout.offload, bytes_per_element, grad_bytes_per_element);
+}
+
+}  // namespace dtwin

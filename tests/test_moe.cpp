@@ -1,0 +1,181 @@
+// Tests of the mixture-of-experts closed forms (models/cost/moe_layer.hpp) and of model.moe's
+// validation: every figure is arithmetic done by hand here from published shapes (Mixtral 8x7B:
+// Jiang et al. 2024 and Mistral AI's announcement, 46.7B parameters, 12.9B used per token), not
+// a call to the model's own formulas.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "base/user_error.hpp"
+#include "models/cost/cost_model.hpp"
+#include "models/cost/moe_layer.hpp"
+#include "models/spec/scenario_loader.hpp"
+
+using dtwin::Scenario;
+
+namespace {
+
+const std::string kQuickstart = std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml";
+
+/// Mixtral 8x7B (vocab 32000, d 4096, 32 layers, 32 heads, 8 key/value heads, 8 experts of
+/// width 14336, top 2, seq 4096) on dp·tp ranks of one device, bf16, with `extra` on top.
+Scenario mixtral(int dp, int tp, int ep, std::vector<std::string> extra = {}) {
+  std::vector<std::string> o = {
+      "model.vocab_size=32000",
+      "model.d_model=4096",
+      "model.n_layers=32",
+      "model.n_heads=32",
+      "model.n_kv_heads=8",
+      "model.ffn_hidden=14336",
+      "model.seq_len=4096",
+      "model.moe.num_experts=8",
+      "model.moe.top_k=2",
+      "model.moe.expert_ffn_hidden=14336",
+      "training.precision=bf16",
+      "layout.pp=1",
+      "layout.dp=" + std::to_string(dp),
+      "layout.tp=" + std::to_string(tp),
+      "layout.sequence_parallel=" + std::string(tp > 1 ? "true" : "false"),
+      "layout.ep=" + std::to_string(ep),
+      "cluster.ranks_per_device=" + std::to_string(dp * tp)};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return dtwin::load_scenario(kQuickstart, o);
+}
+
+}  // namespace
+
+TEST_CASE("Mixtral 8x7B: 46.7B parameters, 12.9B used per token", "[cost][moe]") {
+  const Scenario sc = mixtral(8, 1, 8);
+  // experts 8·3·4096·14336 = 1,409,286,144; router 4096·8 = 32,768
+  CHECK(dtwin::expert_params(sc.model.moe, 4096) == 1409286144.0);
+  CHECK(dtwin::moe_ffn_params(sc.model) == 1409286144.0 + 32768.0);
+  // per token: 2 experts 352,321,536 + the router
+  CHECK(dtwin::moe_active_ffn_params(sc.model) == 352321536.0 + 32768.0);
+  CHECK(dtwin::moe_layers(sc.model) == 32);
+  // attention 2·4096² + 2·4096·1024 = 41,943,040 and two RMSNorms 8,192 per layer; embedding and
+  // head 32000·4096 = 131,072,000 each; final norm 4,096
+  const double rest = 32 * (41943040.0 + 8192.0) + 2 * 131072000.0 + 4096.0;
+  const double total = rest + 32 * dtwin::moe_ffn_params(sc.model);
+  const double active = rest + 32 * dtwin::moe_active_ffn_params(sc.model);
+  CHECK(total == 46702792704.0);
+  CHECK(active == 12879925248.0);
+  CHECK(total == Approx(46.7e9).epsilon(0.001));   // Mistral AI: 46.7B
+  CHECK(active == Approx(12.9e9).epsilon(0.002));  // Mistral AI: 12.9B per token
+}
+
+TEST_CASE("first_dense_layers and a shared expert change the MoE layer count and weights",
+          "[cost][moe]") {
+  const Scenario sc = mixtral(
+      8, 1, 8, {"model.moe.first_dense_layers=3", "model.moe.shared_expert_ffn_hidden=2048"});
+  CHECK(dtwin::moe_layers(sc.model) == 29);
+  // shared expert 3·4096·2048 = 25,165,824
+  CHECK(dtwin::moe_ffn_params(sc.model) == 1409286144.0 + 32768.0 + 25165824.0);
+  CHECK(dtwin::moe_active_ffn_params(sc.model) == 352321536.0 + 32768.0 + 25165824.0);
+}
+
+TEST_CASE("Expert weights are sharded over ep · etp GPUs", "[cost][moe]") {
+  // 1,409,286,144 expert weights per layer
+  CHECK(dtwin::expert_params_per_gpu(mixtral(8, 1, 8).model, mixtral(8, 1, 8).layout) ==
+        176160768.0);
+  const Scenario folded = mixtral(4, 2, 4);  // etp absent: tp = 2 (Megatron's default)
+  CHECK(folded.layout.expert_tp() == 2);
+  CHECK(folded.layout.expert_dp() == 1);
+  CHECK(dtwin::expert_params_per_gpu(folded.model, folded.layout) == 176160768.0);
+  const Scenario etp1 = mixtral(4, 2, 4, {"layout.etp=1"});
+  CHECK(etp1.layout.expert_dp() == 2);
+  CHECK(dtwin::expert_params_per_gpu(etp1.model, etp1.layout) == 352321536.0);
+}
+
+TEST_CASE("All-to-all bytes per MoE layer: dispatch or combine, imbalance and capacity",
+          "[cost][moe]") {
+  const double T = 4096;  // one sequence of 4096 tokens per microbatch
+  // tp 2 with sequence parallelism: 2048 tokens per GPU, 2 copies each, 4096 bf16 elements,
+  // 7 of 8 expert-parallel ranks remote: 2048·2·4096·2·7/8 = 29,360,128 bytes
+  const Scenario sc = mixtral(8, 2, 8);
+  CHECK(dtwin::moe_all_to_all_bytes(sc.model, sc.layout, T, 2) == 29360128.0);
+  CHECK(dtwin::moe_all_to_all_bytes(mixtral(8, 2, 8, {"model.moe.load_imbalance=1.5"}).model,
+                                    sc.layout, T, 2) == 1.5 * 29360128.0);
+  // a capacity factor caps the busiest rank at capacity_factor times the mean
+  const Scenario capped =
+      mixtral(8, 2, 8, {"model.moe.load_imbalance=1.5", "model.moe.capacity_factor=1.25"});
+  CHECK(dtwin::moe_all_to_all_bytes(capped.model, sc.layout, T, 2) == 1.25 * 29360128.0);
+  const Scenario loose =
+      mixtral(8, 2, 8, {"model.moe.load_imbalance=1.5", "model.moe.capacity_factor=2"});
+  CHECK(dtwin::moe_all_to_all_bytes(loose.model, sc.layout, T, 2) == 1.5 * 29360128.0);
+  // no expert parallelism: every copy stays on its GPU
+  const Scenario local = mixtral(8, 2, 1);
+  CHECK(dtwin::moe_all_to_all_bytes(local.model, local.layout, T, 2) == 0);
+}
+
+TEST_CASE("All-to-all seconds: intra-node group, or the node link shared by its GPUs",
+          "[cost][moe]") {
+  Scenario sc = mixtral(8, 1, 8);
+  sc.cluster.devices_per_node = 8;
+  sc.cluster.ranks_per_device = 1;
+  sc.cluster.intra_node = {400e9, 2e-6};
+  sc.cluster.inter_node = {400e9, 5e-6};  // the node's link, shared by its 8 GPUs
+  const double bytes = 7e6;
+  // 8 ranks in one node: α_intra + bytes / β_intra
+  CHECK(dtwin::moe_all_to_all_seconds(sc, bytes) == Approx(2e-6 + 7e6 / 400e9));
+  // 4 GPUs per node: 3 of the 7 peers near, 4 far over a link shared by 4 GPUs
+  sc.cluster.devices_per_node = 4;
+  const double near = 7e6 * 3 / 7 / 400e9, far = 7e6 * 4 / 7 * 4 / 400e9;
+  CHECK(far > near);
+  CHECK(dtwin::moe_all_to_all_seconds(sc, bytes) == Approx(5e-6 + far));
+  sc.layout.ep = 1;
+  CHECK(dtwin::moe_all_to_all_seconds(sc, bytes) == 0);
+}
+
+TEST_CASE("MoE FLOPs per GPU and tokens per expert of the grouped GEMM", "[cost][moe]") {
+  // tp 2 (sequence parallel), ep 4, etp 2: 2048 tokens per GPU, 2 copies each, and the etp peer's
+  // too: 2048·2·2 = 8192 copies over the 2 local experts
+  const Scenario sc = mixtral(4, 2, 4, {"model.moe.shared_expert_ffn_hidden=2048"});
+  CHECK(dtwin::moe_expert_tokens(sc.model, sc.layout, 4096) == 8192.0);
+  // router 2·2048·4096·8 = 134,217,728; experts 8192 copies · 2·3·4096·14336/2 = 1,443,109,011,456;
+  // shared 6·2048·4096·2048 = 103,079,215,104
+  const double flops = 134217728.0 + 1443109011456.0 + 103079215104.0;
+  CHECK(dtwin::moe_ffn_forward_flops(sc.model, sc.layout, 4096) == flops);
+  // the 2 tensor-parallel GPUs together: 2 FLOPs per active weight per token
+  CHECK(2 * flops == 2 * 4096 * dtwin::moe_active_ffn_params(sc.model));
+  const Scenario busy = mixtral(4, 2, 4, {"model.moe.load_imbalance=1.5"});
+  CHECK(dtwin::moe_expert_tokens(busy.model, busy.layout, 4096) == 1.5 * 8192.0);
+}
+
+TEST_CASE("Expert model states are sharded over the expert data-parallel group", "[cost][moe]") {
+  // dp 8, ep 4, etp 1: edp 2; 1,409,286,144 / 4 = 352,321,536 expert weights per GPU
+  const Scenario sc = mixtral(8, 1, 4);
+  CHECK(sc.layout.expert_dp() == 2);
+  // bf16 weights, fp32 gradients: 18 bytes each without ZeRO
+  CHECK(dtwin::expert_state_bytes_per_gpu(sc.model, sc.layout, 2, 4) == 18 * 352321536.0);
+  // ZeRO 1 (Megatron's distributed optimizer): 6 + 12/edp bytes each
+  const Scenario zero1 = mixtral(8, 1, 4, {"layout.zero=1"});
+  CHECK(dtwin::expert_state_bytes_per_gpu(zero1.model, zero1.layout, 2, 4) ==
+        (6 + 12.0 / 2) * 352321536.0);
+}
+
+TEST_CASE("model.moe validation: top_k, ep and the folded expert layout", "[spec][moe]") {
+  const auto message = [](std::vector<std::string> extra) {
+    try {
+      mixtral(4, 2, 2, std::move(extra));
+    } catch (const dtwin::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(message({}).empty());
+  CHECK_THAT(message({"model.moe.top_k=9"}),
+             Catch::Contains("model.moe.top_k (9) to be at most model.moe.num_experts (8)"));
+  CHECK_THAT(message({"layout.ep=3", "layout.etp=1"}),
+             Catch::Contains("layout.ep (3) to divide model.moe.num_experts (8)"));
+  CHECK_THAT(message({"layout.ep=8"}), Catch::Contains("layout.ep · layout.etp (8 · 2)"));
+  CHECK(message({"layout.ep=8", "layout.etp=1"}).empty());
+  CHECK_THAT(message({"layout.sequence_parallel=false"}),
+             Catch::Contains("layout.sequence_parallel"));
+  CHECK_THAT(message({"model.family=gpt2"}), Catch::Contains("llama with model.moe"));
+}
+
+TEST_CASE("The cost model refuses MoE scenarios until its stages charge them", "[cost][moe]") {
+  CHECK_THROWS_WITH(dtwin::CostModel(mixtral(8, 1, 8)),
+                    Catch::Contains("model.moe") && Catch::Contains("does not charge"));
+}
