@@ -29,6 +29,8 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
       {m.kv_heads() == m.n_heads, "model.n_kv_heads",
        "absent or model.n_heads (the runtime's attention is multi-head; grouped-query "
        "attention is simulated only)"},
+      {t.precision != Precision::Fp8, "training.precision",
+       "fp32 or bf16 (fp8 GEMMs are simulated only)"},
       {t.grad_precision == Precision::Fp32, "training.grad_precision",
        "fp32 (the runtime reduces fp32 gradients; reducing them in bf16 is simulated only)"},
       {!l.tp_comm_overlap, "layout.tp_comm_overlap",
