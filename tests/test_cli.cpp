@@ -332,6 +332,17 @@ TEST_CASE("simulate refuses a mixture of experts, which the cost model does not 
   CHECK_FALSE(std::filesystem::exists("simulate-moe/predicted.summary.json"));
 }
 
+TEST_CASE("train, run and profile refuse training.precision fp8 (simulated only), with exit 2") {
+  const std::string h100 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/h100-single.yaml";
+  for (const char* command : {"train ", "run ", "profile "}) {
+    const Result result = run_dtwin(command + h100 + " --set training.precision=fp8");
+    INFO(command << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains("training.precision") &&
+                                  Catch::Contains("fp8 GEMMs are simulated only"));
+  }
+}
+
 TEST_CASE("train refuses a tensor-parallel size that does not divide the model, with exit 2") {
   const std::string out = "train-tp4";
   std::filesystem::remove_all(out);
@@ -380,7 +391,7 @@ TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the
        "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-1p, zb-2p, zb-v, dualpipe-v", "2f2b"},
       {"  micro_batch_size: 1", "layout.dp_sync", "allreduce, gather-scatter, weight-average",
        "ring"},
-      {"  precision: fp32", "training.precision", "fp32, bf16", "fp16"},
+      {"  precision: fp32", "training.precision", "fp32, bf16, fp8", "fp16"},
       {"    kind: cpu", "cluster.device.kind", "cpu, gpu", "tpu"},
       {"  topology: star", "cluster.topology", "star, fat-tree", "ring"},
       {"  backend: gloo", "runtime.backend", "gloo, nccl", "mpi"},

@@ -73,15 +73,9 @@ Shape shape_of(const ModelSpec& m, int tp) {
                          std::string(kModelFamilyNames.name(m.family)) + " has no shape");
 }
 
+/// Bytes of a stored weight or activation element: bf16's under fp8.
 double bytes_per_element_of(Precision precision) {
-  switch (precision) {
-    case Precision::Fp32:
-      return 4;
-    case Precision::Bf16:
-      return 2;
-  }
-  throw std::logic_error("CostModel: training.precision " +
-                         std::string(kPrecisionNames.name(precision)) + " has no element size");
+  return element_bytes(storage_precision(precision));
 }
 
 /// Seconds of one tensor-parallel collective of `bytes` over the tensor-parallel group, on the
@@ -111,7 +105,8 @@ double layer_kind_seconds(const DeviceDescription& device, const Scenario& scena
                           OpKind kind) {
   double seconds = 0;
   const Precision precision = scenario.training.precision;
-  for (const Op& op : layer_ops(scenario.model, scenario.layout, precision, pass))
+  for (const Op& op :
+       layer_ops(scenario.model, scenario.layout, precision, pass, scenario.training.fp8_recipe))
     if (op.kind == kind) seconds += op_seconds(device, op, precision);
   return seconds;
 }
@@ -156,7 +151,8 @@ double optimizer_shard(const LayoutSpec& l, double params) {
 /// included in input_backward (see the class comment). The same for every stage.
 PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario& scenario) {
   const LayoutSpec& l = scenario.layout;
-  PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision);
+  PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision,
+                                    scenario.training.fp8_recipe);
   if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
   if (l.recompute == Recompute::Selective)
     layer.input_backward += layer_kind_seconds(device, scenario, Pass::Forward, OpKind::Attention);
@@ -211,7 +207,9 @@ CostModel::CostModel(const Scenario& scenario)
     : model_(scenario.model),
       layout_(scenario.layout),
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
-      grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)) {
+      grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)),
+      fp8_(scenario.training.precision == Precision::Fp8),
+      fp8_recipe_(scenario.training.fp8_recipe) {
   if (model_.moe.enabled())
     throw UserError(scenario.source +
                     ": model.moe: expected absent (the cost model does not charge "
@@ -234,16 +232,17 @@ CostModel::CostModel(const Scenario& scenario)
   LayerActivationShape layer_shape{
       s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
   layer_shape.kv_ratio = attention_split(model_, l.tp).kv_held / a;
-  const double layer_activation =
-      layer_activation_bytes(layer_shape, l.recompute, model_.attention, bpe);
+  // At fp8 the linear layers keep their inputs quantized (parallel_memory.hpp).
+  const auto layer_bytes = [&](Recompute recompute) {
+    return layer_activation_bytes(layer_shape, recompute, model_.attention, bpe) -
+           (fp8_ ? fp8_saved_input_reduction(layer_shape, recompute, bpe) : 0);
+  };
+  const double layer_activation = layer_bytes(l.recompute);
   const double layer_input_backward_freed =
       input_backward_freed_bytes(layer_shape, l.recompute, model_.attention, bpe);
   // With full recomputation the layer whose backward runs holds its recomputed activations, all
   // of them, until that backward ends (Chen et al. 2016 §3).
-  const double recomputed_layer =
-      l.recompute == Recompute::Full
-          ? layer_activation_bytes(layer_shape, Recompute::None, model_.attention, bpe)
-          : 0;
+  const double recomputed_layer = l.recompute == Recompute::Full ? layer_bytes(Recompute::None) : 0;
   const double head_flops = 2 * T * d * V / t;
   // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
   // full the whole layer, selective the attention core.
@@ -361,7 +360,15 @@ double CostModel::parameter_bytes(int s) const {
 
 double CostModel::static_memory_bytes(int s) const {
   return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
-                           bytes_per_element_, grad_bytes_per_element_);
+                           bytes_per_element_, grad_bytes_per_element_) +
+         fp8_weight_bytes(s);
+}
+
+double CostModel::fp8_weight_bytes(int s) const {
+  if (!fp8_) return 0;
+  const double weights = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held /
+                         layout_.tp / (layout_.zero >= 3 ? layout_.dp : 1);
+  return weights * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight);
 }
 
 double CostModel::gathered_unit_params(int s) const {

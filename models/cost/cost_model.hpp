@@ -192,8 +192,15 @@ class CostModel {
   /// precisions): fp32 = 4 + 4 + 8 (Adam m and v) = 16 bytes per parameter; bf16 with fp32
   /// gradients (the default) = 2 + 4 + 12 (fp32 master weights, m and v) = 18, Megatron-LM's
   /// figure; bf16 with bf16 gradients = 16, ZeRO's (Rajbhandari et al. 2020, §3.1). Sharded over
-  /// dp by layout.zero and moved to the host by layout.offload.
+  /// dp by layout.zero and moved to the host by layout.offload. At precision fp8, plus
+  /// fp8_weight_bytes(s).
   double static_memory_bytes(int s) const;
+  /// Bytes per GPU of the fp8 copies of stage `s`'s layer linear weights (precision fp8, else 0):
+  /// num_layers · Wm / tp weights (Wm with layout.copies' duplicates) · 2 · (1 + σ), a row-wise
+  /// and a column-wise copy with their scales (fp8_copies_bytes_per_element for weights),
+  /// which Transformer Engine keeps from the first microbatch's cast to the step's end; sharded
+  /// over dp with layout.zero = 3, as the weights they are cast from.
+  double fp8_weight_bytes(int s) const;
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
   /// the whole params / tp at bytes_per_element() with layout.zero3_gather stage, the two
@@ -245,6 +252,8 @@ class CostModel {
   LayoutSpec layout_;
   double bytes_per_element_ = 4;
   double grad_bytes_per_element_ = 4;
+  bool fp8_ = false;  ///< training.precision fp8
+  Fp8Recipe fp8_recipe_ = Fp8Recipe::Delayed;
   double bucket_params_ = 0;
   std::vector<StageCost> stages_;
 };

@@ -46,7 +46,9 @@ HostStall layer_host_stall(const DeviceDescription& device, const Scenario& scen
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   const Precision precision = scenario.training.precision;
-  const auto ops = [&](Pass pass) { return layer_ops(m, l, precision, pass); };
+  const auto ops = [&](Pass pass) {
+    return layer_ops(m, l, precision, pass, scenario.training.fp8_recipe);
+  };
   const std::vector<Op> forward = ops(Pass::Forward), input = ops(Pass::InputBackward),
                         weight = ops(Pass::WeightBackward);
   const Issue collective{l.tp > 1 ? device.host_op_overhead : 0, l.tp > 1 ? tp_collective_s : 0};

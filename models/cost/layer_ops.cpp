@@ -63,6 +63,7 @@ std::vector<Op> ops_of(const std::vector<Step>& steps, Pass pass) {
       // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
       ops.push_back(input ? gemm(f.name + " dgrad", f.m, f.k, f.n).forward
                           : gemm(f.name + " wgrad", f.k, f.n, f.m).forward);
+      ops.back().fp8 = f.fp8;
       ops.back().host_ops = input ? host - host / 2 : host / 2;
     } else if (f.kind == OpKind::Attention && input) {
       AttentionCore core = f.attention;
@@ -88,9 +89,13 @@ struct Dims {
   double s = 0, d = 0, f = 0, V = 0, a = 0, b = 0, tp = 1, e = 4;
   double q_width = 0;   ///< query columns per GPU, (a/tp)·hd
   double kv_width = 0;  ///< key (and value) columns per GPU, max(1, kv/tp)·hd
+  bool fp8 = false;     ///< the linear GEMMs take fp8 operands (training.precision fp8)
+  Fp8Recipe recipe = Fp8Recipe::Delayed;
+  double microbatches = 1;  ///< layout.microbatches: the weight casts are shared by them
 };
 
-Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precision) {
+Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+             Fp8Recipe recipe = Fp8Recipe::Delayed) {
   Dims x;
   x.b = layout.micro_batch_size;
   x.s = model.seq_len;
@@ -101,11 +106,32 @@ Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precisi
   x.f = model.ffn_hidden;
   x.V = model.vocab_size;
   x.a = model.n_heads;
-  x.e = element_bytes(precision);
+  x.e = element_bytes(storage_precision(precision));
+  x.fp8 = precision == Precision::Fp8;
+  x.recipe = recipe;
+  x.microbatches = layout.microbatches;
   const AttentionSplit heads = attention_split(model, layout.tp);
   x.q_width = heads.q_per_gpu * heads.head_dim;
   x.kv_width = heads.kv_per_gpu * heads.head_dim;
   return x;
+}
+
+/// `steps` with each GEMM in fp8 and preceded by the memory-bound step of its casts (no host
+/// operators of their own: Transformer Engine runs them inside its linear module's call).
+std::vector<Step> with_fp8_casts(const std::vector<Step>& steps, const Dims& x) {
+  std::vector<Step> out;
+  for (const Step& step : steps) {
+    if (step.forward.kind == OpKind::Gemm) {
+      const Op& g = step.forward;
+      const Fp8CastBytes bytes = fp8_cast_bytes(g.m, g.n, g.k, x.recipe, x.microbatches);
+      out.push_back(memory(g.name + " fp8 cast", bytes.forward, bytes.input_backward));
+      out.push_back(step);
+      out.back().forward.fp8 = true;
+    } else {
+      out.push_back(step);
+    }
+  }
+  return out;
 }
 
 std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
@@ -152,7 +178,7 @@ std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
     step.forward.host_ops_no_grad = host.forward_no_grad;
     step.backward_host_ops = host.backward;
   }
-  return steps;
+  return x.fp8 ? with_fp8_casts(steps, x) : steps;
 }
 
 PassSeconds pass_seconds(const DeviceDescription& device, Precision precision,
@@ -181,8 +207,8 @@ std::vector<Step> embedding_steps(const ModelSpec& model, const Dims& x) {
 }  // namespace
 
 std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
-                          Pass pass) {
-  return ops_of(layer_steps(model, dims_of(model, layout, precision)), pass);
+                          Pass pass, Fp8Recipe recipe) {
+  return ops_of(layer_steps(model, dims_of(model, layout, precision, recipe)), pass);
 }
 
 std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
@@ -196,11 +222,12 @@ std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, 
 }
 
 double op_seconds(const DeviceDescription& device, const Op& op, Precision precision) {
+  const Precision stored = storage_precision(precision);
   switch (op.kind) {
     case OpKind::Gemm:
-      return gemm_seconds(device, op.m, op.n, op.k, precision);
+      return gemm_seconds(device, op.m, op.n, op.k, op.fp8 ? Precision::Fp8 : stored);
     case OpKind::Attention:
-      return attention_seconds(device, op.attention, precision);
+      return attention_seconds(device, op.attention, stored);
     case OpKind::MemoryBound:
       break;
   }
@@ -208,8 +235,9 @@ double op_seconds(const DeviceDescription& device, const Op& op, Precision preci
 }
 
 PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& model,
-                          const LayoutSpec& layout, Precision precision) {
-  return pass_seconds(device, precision, layer_steps(model, dims_of(model, layout, precision)));
+                          const LayoutSpec& layout, Precision precision, Fp8Recipe recipe) {
+  return pass_seconds(device, precision,
+                      layer_steps(model, dims_of(model, layout, precision, recipe)));
 }
 
 PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
@@ -220,6 +248,27 @@ PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model
 PassSeconds embedding_seconds(const DeviceDescription& device, const ModelSpec& model,
                               const LayoutSpec& layout, Precision precision) {
   return pass_seconds(device, precision, embedding_steps(model, dims_of(model, layout, precision)));
+}
+
+double fp8_copies_bytes_per_element(Fp8Recipe recipe, Fp8Operand operand) {
+  double scales = 0;  // σ, scale bytes per element of one fp8 copy
+  if (recipe == Fp8Recipe::Blockwise)
+    scales = operand == Fp8Operand::Weight ? 4.0 / 16384 : 4.0 / 128;
+  if (recipe == Fp8Recipe::Mxfp8) scales = 1.0 / 32;
+  return 2 * (1 + scales);
+}
+
+double fp8_cast_bytes_per_element(Fp8Recipe recipe, Fp8Operand operand) {
+  const double amax_pass = recipe == Fp8Recipe::Tensorwise ? 2 : 0;
+  return 2 + amax_pass + fp8_copies_bytes_per_element(recipe, operand);
+}
+
+Fp8CastBytes fp8_cast_bytes(double m, double n, double k, Fp8Recipe recipe, double microbatches) {
+  const auto bytes = [&](Fp8Operand operand) {
+    return fp8_cast_bytes_per_element(recipe, operand);
+  };
+  return {m * k * bytes(Fp8Operand::Activation) + k * n * bytes(Fp8Operand::Weight) / microbatches,
+          m * n * bytes(Fp8Operand::Activation)};
 }
 
 double optimizer_seconds(const DeviceDescription& device, double params_per_gpu) {

@@ -46,6 +46,24 @@
 //    gradient; its weight gradient (in W) reads the output gradient and adds it into T rows of
 //    each table's gradient, 3·tables·T·d·e. A vocabulary-parallel table writes the whole T·d
 //    output on every GPU (rows of other GPUs' shards as zeros).
+//
+// FP8 (training.precision fp8; Transformer Engine's semantics, Micikevicius et al. 2022, "FP8
+// Formats for Deep Learning"): the layer's linear GEMMs (QKV, attention output, MLP up/gate/down
+// or fc1/fc2; forward, dgrad and wgrad) take fp8 operands at the device's fp8_flops with the same
+// gemm_efficiency (an assumption, not a fit); the attention core, the LM head, the embedding and
+// the norms stay bf16. Each fp8 GEMM (m, n, k) is preceded by a memory-bound cast operator that
+// reads each bf16 operand and writes two fp8 copies of it (row-wise for its forward or dgrad use
+// and column-wise/transposed for the other, as Hopper's fp8 GEMMs take only the TN layout and
+// MXFP8 scales along the contraction axis) with their scales; per element, with σ scale bytes per
+// fp8 element, c = 2 + 2·(1 + σ) (+ 2 for tensorwise current scaling, whose amax is a first
+// read pass; delayed scaling takes it from the amax history):
+//    σ = 0 (delayed, tensorwise: one scale per tensor), 4/128 for activations and gradients and
+//    4/16384 for weights (blockwise: fp32 per 1×128 tile and 128×128 block, DeepSeek-V3 report
+//    §3.3), 1/32 (mxfp8: one e8m0 byte per 32 elements, OCP Microscaling spec).
+//  - F: c·m·k for the input plus c·k·n / microbatches for the weight (cast once per step and
+//    cached, Transformer Engine's is_first_microbatch);
+//  - I: c·m·n for the output gradient; W uses the copies already made.
+// Fusions of the casts into the preceding norm or activation are left out.
 #pragma once
 
 #include <string>
@@ -76,6 +94,7 @@ struct Op {
   /// embedding's and the head's operators, which are not counted.
   int host_ops = 0;
   int host_ops_no_grad = 0;  ///< Forward: the same under torch.no_grad
+  bool fp8 = false;          ///< Gemm: fp8 operands (at the device's fp8_flops)
 };
 
 /// Seconds per microbatch of each pass.
@@ -93,8 +112,10 @@ struct PassSeconds {
 ///  - gpt2: LayerNorm, QKV with bias, attention with dropout, output projection, dropout and
 ///    residual add, LayerNorm, MLP fc1 (n = f/tp), GELU, fc2 (k = f/tp), dropout and residual.
 /// The GEMM FLOPs of F sum to 2·T·Wm/tp (Wm as in CostModel); those of I and of W to as much.
+/// At precision fp8 every GEMM here runs in fp8 after its "<gemm> fp8 cast" operator (see the
+/// file comment), with operands scaled by `recipe`.
 std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
-                          Pass pass);
+                          Pass pass, Fp8Recipe recipe = Fp8Recipe::Delayed);
 /// The last stage's head: the final norm, the LM head GEMM (T, V/tp, d) and the cross-entropy.
 std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                          Pass pass);
@@ -102,19 +123,42 @@ std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Preci
 std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                               Pass pass);
 
-/// Seconds of `op` on `device` (gemm_seconds, attention_seconds or memory_bound_seconds).
+/// Seconds of `op` on `device` (gemm_seconds, attention_seconds or memory_bound_seconds), at the
+/// storage type of `precision` (bf16 under fp8) but for fp8 GEMMs.
 double op_seconds(const DeviceDescription& device, const Op& op, Precision precision);
 
 /// Seconds per microbatch of each pass of one layer on one GPU: the sums of op_seconds over
 /// layer_ops.
 PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& model,
-                          const LayoutSpec& layout, Precision precision);
+                          const LayoutSpec& layout, Precision precision,
+                          Fp8Recipe recipe = Fp8Recipe::Delayed);
 /// The same for head_ops.
 PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
                          const LayoutSpec& layout, Precision precision);
 /// The same for embedding_ops.
 PassSeconds embedding_seconds(const DeviceDescription& device, const ModelSpec& model,
                               const LayoutSpec& layout, Precision precision);
+
+/// The operands of an fp8 GEMM, which the recipes scale differently.
+enum class Fp8Operand { Activation, Weight };
+
+/// Bytes of the two fp8 copies (row-wise and column-wise) of one element of `operand` with their
+/// scales, 2·(1 + σ) (σ per recipe, see the file comment).
+double fp8_copies_bytes_per_element(Fp8Recipe recipe, Fp8Operand operand);
+
+/// Bytes an fp8 cast moves per element of a bf16 operand (see the file comment): reads it (2),
+/// writes its two copies (fp8_copies_bytes_per_element), and under tensorwise current scaling
+/// first reads it for its amax (2).
+double fp8_cast_bytes_per_element(Fp8Recipe recipe, Fp8Operand operand);
+
+/// Bytes of the fp8 casts of the GEMM C[m×n] = A[m×k]·B[k×n] per microbatch: forward, the input
+/// A (m·k) and the weight B (k·n, cast once per step and so shared by `microbatches`); input
+/// backward, the output gradient (m·n).
+struct Fp8CastBytes {
+  double forward = 0;
+  double input_backward = 0;
+};
+Fp8CastBytes fp8_cast_bytes(double m, double n, double k, Fp8Recipe recipe, double microbatches);
 
 /// Bytes that an AdamW step reads and writes per parameter, 28 in both precisions: fp32 reads
 /// and writes the weight, m and v (24) and reads the gradient (4); bf16 reads and writes the

@@ -86,6 +86,13 @@ double layer_activation_bytes(const LayerActivationShape& x, Recompute recompute
              : gpt_layer_bytes(x, recompute, attention, bytes_per_element);
 }
 
+double fp8_saved_input_reduction(const LayerActivationShape& x, Recompute recompute, double e) {
+  if (recompute == Recompute::Full) return 0;
+  const double sbh = x.s * x.b * x.h, t = x.t;
+  const double n = x.sequence_parallel ? t : 1;
+  return (e - 1) * (sbh * (2 / n + 1 / t) + x.s * x.b * x.f / t);
+}
+
 double input_backward_freed_bytes(const LayerActivationShape& x, Recompute recompute,
                                   Attention attention, double e) {
   if (x.family != ModelFamily::Llama || recompute != Recompute::None) return 0;

@@ -75,6 +75,15 @@ struct LayerActivationShape {
 double layer_activation_bytes(const LayerActivationShape& shape, Recompute recompute,
                               Attention attention, double bytes_per_element);
 
+/// Bytes by which layer_activation_bytes shrinks at precision fp8, where each linear layer saves
+/// its quantized input (1 byte per element) for the backward instead of its bf16 input (e bytes),
+/// as Transformer Engine does: (e − 1)·(sbh·(2/n + 1/t) + sbf/t) with n = t under sequence
+/// parallelism, else 1 (the QKV and MLP up inputs, sbh/n each, the attention output
+/// projection's, sbh/t, the down projection's, sbf/t); 0 under full recomputation (only the
+/// layer input is kept). The column-wise copy is made again in the backward, not kept.
+double fp8_saved_input_reduction(const LayerActivationShape& shape, Recompute recompute,
+                                 double bytes_per_element);
+
 /// Bytes of layer_activation_bytes that a split backward's I frees per microbatch (zero-bubble
 /// pipelines, Qi et al. 2024), the rest staying until W; llama without recomputation only, 0
 /// otherwise (all kept until W). W needs each linear's input (the two RMSNorm outputs, the

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -61,11 +62,17 @@ std::string device_file(const std::string& name_or_path, const std::string& rela
 }  // namespace
 
 double DeviceDescription::peak_flops(Precision precision) const {
-  return precision == Precision::Bf16 ? bf16_flops : fp32_flops;
+  if (precision == Precision::Fp8) return fp8_flops;
+  if (precision == Precision::Bf16) return bf16_flops;
+  if (precision == Precision::Fp32) return fp32_flops;
+  throw std::logic_error("peak_flops: a precision without a peak");
 }
 
 double element_bytes(Precision precision) {
-  return precision == Precision::Bf16 ? 2 : 4;
+  if (precision == Precision::Fp8) return 1;
+  if (precision == Precision::Bf16) return 2;
+  if (precision == Precision::Fp32) return 4;
+  throw std::logic_error("element_bytes: a precision without a size");
 }
 
 DeviceDescription load_device_description(const std::string& name_or_path,

@@ -71,14 +71,16 @@ struct DeviceDescription {
   /// fragmented to serve a request: B bytes of live tensors take B / (1 - fragmentation).
   double allocator_fragmentation = 0;
 
-  /// The peak FLOP/s for operands of `precision`: bf16_flops or fp32_flops.
+  /// The peak FLOP/s for operands of `precision`: fp32_flops, bf16_flops or fp8_flops (0 when
+  /// the device has no fp8).
   double peak_flops(Precision precision) const;
   /// Whether the tensor cores take fp8 operands (fp8_flops given).
   bool has_fp8() const { return fp8_flops > 0; }
   bool operator==(const DeviceDescription&) const = default;
 };
 
-/// Bytes of one element at `precision`: 2 (bf16), 4 (fp32).
+/// Bytes of one element of `precision` as an operand type: 4 (fp32), 2 (bf16), 1 (fp8). Weights
+/// and activations of training precision p take element_bytes(storage_precision(p)).
 double element_bytes(Precision precision);
 
 /// Reads a device description. A bare name (no '/' and not ending in ".yaml") is the file

@@ -116,7 +116,8 @@ struct TrainingSpec {
   /// grad_sync_dtype says otherwise; bf16 stands for 16-bit gradients (Megatron's fp16 path,
   /// DeepSpeed, NeMo's grad_sync_dtype: bf16).
   Precision grad_precision = Precision::Fp32;
-  int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< scaling of the fp8 GEMM operands (precision fp8)
+  int checkpoint_every = 0;                   ///< steps between checkpoints; 0 = only at the end
 };
 
 /// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.

@@ -125,7 +125,7 @@ void read_section(const Origin& origin, const Field& field, const std::string& p
 }
 
 /// Loads the device description that cluster.device.model names; its peak (at the training
-/// precision) and memory stand in for keys the file does not give.
+/// precision's storage type: bf16 under fp8) and memory stand in for keys the file does not give.
 void read_device_description(const Origin& origin, const std::map<std::string, Field>& present,
                              Scenario& sc) {
   DeviceSpec& dev = sc.cluster.device;
@@ -137,7 +137,7 @@ void read_device_description(const Origin& origin, const std::map<std::string, F
     origin.fail(model->second.path, model->second.mark, error.what());
   }
   if (!present.count("cluster.device.peak_flops"))
-    dev.peak_flops = dev.description->peak_flops(sc.training.precision);
+    dev.peak_flops = dev.description->peak_flops(storage_precision(sc.training.precision));
   if (!present.count("cluster.device.memory")) dev.memory = dev.description->memory;
 }
 

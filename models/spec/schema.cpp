@@ -373,15 +373,22 @@ std::vector<FieldSpec> make_fields() {
                             LLONG_MAX, ""),
                    &S::training, &T::seed));
   f.push_back(
-      bind_enum(choice("training.precision", false, "element type of weights and activations",
-                       "--bf16", "training.mixed_precision_param"),
+      bind_enum(choice("training.precision", false,
+                       "element type of weights and activations; fp8: bf16 with the layers' "
+                       "linear GEMMs in fp8",
+                       "--bf16 (--fp8-format hybrid)", "training.mixed_precision_param"),
                 kPrecisionNames, &S::training, &T::precision));
   f.push_back(bind_enum(
       choice("training.grad_precision", false,
-             "element type of gradients and their reduction; fp32 when "
+             "element type of gradients and their reduction (fp32 or bf16); fp32 when "
              "precision is fp32",
              "--accumulate-allreduce-grads-in-fp32 (fp32)", "training.mixed_precision_reduce"),
       kPrecisionNames, &S::training, &T::grad_precision));
+  f.push_back(bind_enum(choice("training.fp8_recipe", false,
+                               "scaling of fp8 GEMM operands (precision fp8): delayed, tensorwise "
+                               "(current), blockwise (1x128/128x128), mxfp8",
+                               "--fp8-recipe", "float8.recipe_name"),
+                        kFp8RecipeNames, &S::training, &T::fp8_recipe));
   f.push_back(bind(integer("training.checkpoint_every", false, 0,
                            "steps between checkpoints; 0 = only at the end", "--save-interval",
                            "checkpoint.interval"),

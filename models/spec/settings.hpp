@@ -45,10 +45,30 @@ inline constexpr NameTable<Offload, 3> kOffloadNames{
       {"optimizer", Offload::Optimizer},
       {"optimizer+params", Offload::OptimizerParams}}}};
 
-/// training.precision: the element type of weights and activations (4 or 2 bytes).
-enum class Precision { Fp32, Bf16 };
-inline constexpr NameTable<Precision, 2> kPrecisionNames{
-    {{{"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}}}};
+/// training.precision: the element type of weights and activations (4 or 2 bytes). fp8 is bf16
+/// weights and activations whose transformer-layer linear GEMMs take fp8 operands (Megatron-LM's
+/// --bf16 --fp8-format hybrid: e4m3 forward, e5m2 gradients); as an operand type, 1 byte.
+enum class Precision { Fp32, Bf16, Fp8 };
+inline constexpr NameTable<Precision, 3> kPrecisionNames{
+    {{{"fp32", Precision::Fp32}, {"bf16", Precision::Bf16}, {"fp8", Precision::Fp8}}}};
+
+/// The type weights and activations are stored in at training precision `p`: bf16 under fp8.
+inline constexpr Precision storage_precision(Precision p) {
+  return p == Precision::Fp8 ? Precision::Bf16 : p;
+}
+
+/// training.fp8_recipe: how fp8 GEMM operands are scaled (Megatron-Core's --fp8-recipe).
+///  - delayed: one scale per tensor from the amax history of past steps (Transformer Engine's
+///    DelayedScaling);
+///  - tensorwise: one scale per tensor from its current amax (Float8CurrentScaling);
+///  - blockwise: one fp32 scale per 1×128 tile of activations and gradients and per 128×128
+///    block of weights (DeepSeek-V3 report §3.3; Float8BlockScaling);
+///  - mxfp8: one e8m0 scale per 32 consecutive elements (OCP Microscaling; MXFP8BlockScaling).
+enum class Fp8Recipe { Delayed, Tensorwise, Blockwise, Mxfp8 };
+inline constexpr NameTable<Fp8Recipe, 4> kFp8RecipeNames{{{{"delayed", Fp8Recipe::Delayed},
+                                                           {"tensorwise", Fp8Recipe::Tensorwise},
+                                                           {"blockwise", Fp8Recipe::Blockwise},
+                                                           {"mxfp8", Fp8Recipe::Mxfp8}}}};
 
 /// cluster.device.kind: what the simulated hosts stand for.
 enum class DeviceKind { Cpu, Gpu };

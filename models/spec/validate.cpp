@@ -203,6 +203,20 @@ void check_training(const TrainingSpec& t, std::vector<Violation>& out) {
     out.push_back({{"training.grad_precision"},
                    "fp32 when training.precision is fp32 (gradients are never narrower than the "
                    "weights)"});
+  if (t.grad_precision == Precision::Fp8)
+    out.push_back({{"training.grad_precision"},
+                   "fp32 or bf16 (fp8 is an operand type of GEMMs, not of gradient buffers)"});
+  if (t.fp8_recipe != Fp8Recipe::Delayed && t.precision != Precision::Fp8)
+    out.push_back(
+        {{"training.fp8_recipe"}, "delayed (the default) unless training.precision is fp8"});
+}
+
+void check_fp8_device(const Scenario& sc, std::vector<Violation>& out) {
+  const DeviceSpec& d = sc.cluster.device;
+  if (sc.training.precision == Precision::Fp8 && !(d.description && d.description->has_fp8()))
+    out.push_back({{"cluster.device.model", "training.precision"},
+                   "a device with fp8 tensor cores (fp8_flops in its description) when "
+                   "training.precision is fp8"});
 }
 
 void check_cluster(const Scenario& sc, std::vector<Violation>& out) {
@@ -244,6 +258,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
   check_cluster(sc, out);
+  check_fp8_device(sc, out);
   return out;
 }
 
