@@ -9,6 +9,7 @@
 
 #include "base/user_error.hpp"
 #include "models/cost/cost_model.hpp"
+#include "models/cost/layer_ops.hpp"
 #include "models/cost/moe_layer.hpp"
 #include "models/spec/scenario_loader.hpp"
 
@@ -175,7 +176,78 @@ TEST_CASE("model.moe validation: top_k, ep and the folded expert layout", "[spec
   CHECK_THAT(message({"model.family=gpt2"}), Catch::Contains("llama with model.moe"));
 }
 
-TEST_CASE("The cost model refuses MoE scenarios until its stages charge them", "[cost][moe]") {
-  CHECK_THROWS_WITH(dtwin::CostModel(mixtral(8, 1, 8)),
-                    Catch::Contains("model.moe") && Catch::Contains("does not charge"));
+TEST_CASE("A MoE layer's operators: router, permute, experts, un-permute, shared expert",
+          "[cost][moe]") {
+  using dtwin::Pass;
+  const Scenario sc = mixtral(4, 2, 4, {"model.moe.shared_expert_ffn_hidden=2048"});
+  const auto gemm_flops = [&](const std::vector<dtwin::Op>& ops) {
+    double flops = 0;
+    for (const dtwin::Op& op : ops)
+      if (op.kind == dtwin::OpKind::Gemm) flops += op.flops;
+    return flops;
+  };
+  const auto precision = sc.training.precision;
+  const auto moe = dtwin::moe_layer_ops(sc.model, sc.layout, precision, Pass::Forward);
+  const auto dense = dtwin::layer_ops(sc.model, sc.layout, precision, Pass::Forward);
+  // the dense MLP per GPU: 2·4096 tokens·3·4096·14336/2
+  const double dense_mlp = 2 * 4096.0 * 3 * 4096 * 14336 / 2;
+  CHECK(gemm_flops(moe) == Approx(gemm_flops(dense) - dense_mlp +
+                                  dtwin::moe_ffn_forward_flops(sc.model, sc.layout, 4096)));
+  for (const Pass pass : {Pass::InputBackward, Pass::WeightBackward})
+    CHECK(gemm_flops(dtwin::moe_layer_ops(sc.model, sc.layout, precision, pass)) ==
+          Approx(gemm_flops(moe)));
+  std::vector<std::string> names;
+  for (const dtwin::Op& op : moe) names.push_back(op.name);
+  const std::vector<std::string> ffn = {
+      "mlp_norm",      "moe_router",  "moe_permute",   "expert_gate", "expert_up",
+      "expert_swiglu", "expert_down", "moe_unpermute", "shared_gate", "shared_up",
+      "shared_swiglu", "shared_down", "mlp_residual"};
+  CHECK(std::vector<std::string>(names.end() - ffn.size(), names.end()) == ffn);
+  // the experts' GEMM: the GPU's 8192 expert token copies, 14336/2 columns each of gate and up
+  const dtwin::Op& gate = moe[names.size() - ffn.size() + 3];
+  CHECK(gate.m == 8192.0);
+  CHECK(gate.n == 7168.0);
+  CHECK(gate.k == 4096.0);
+}
+
+TEST_CASE("The cost model charges MoE stages: FLOPs, all-to-alls, parameters, memory, MFU",
+          "[cost][moe]") {
+  // one stage of 3 dense and 29 MoE layers, tp 2 (sequence parallel), ep 8, etp 1, dp 8: edp 2
+  const std::vector<std::string> extra = {"layout.etp=1", "layout.zero=1",
+                                          "model.moe.first_dense_layers=3"};
+  const Scenario sc = mixtral(8, 2, 8, extra);
+  Scenario dense_sc = sc;
+  dense_sc.model.moe = {};
+  const dtwin::CostModel moe(sc), dense(dense_sc);
+  const dtwin::StageCost &c = moe.stage(0), &cd = dense.stage(0);
+  CHECK(c.moe_layers == 29);
+  const double T = 4096, d = 4096, f = 14336, tp = 2;
+  const double dense_mlp_flops = 2 * T * 3 * d * f / tp;
+  const double moe_ffn = dtwin::moe_ffn_forward_flops(sc.model, sc.layout, T);
+  // F: the dense layers' FLOPs × 32, less 29 dense MLPs, plus 29 MoE feed-forwards
+  CHECK(c.forward_flops == Approx(cd.forward_flops + 29 * (moe_ffn - dense_mlp_flops)));
+  CHECK(c.weight_backward_flops ==
+        Approx(cd.weight_backward_flops + 29 * (moe_ffn - dense_mlp_flops)));
+  // 2 all-to-alls per MoE layer in F, 2 in I (no recomputation here)
+  const double a2a =
+      dtwin::moe_all_to_all_seconds(sc, dtwin::moe_all_to_all_bytes(sc.model, sc.layout, T, 2));
+  CHECK(a2a > 0);
+  CHECK(c.tp_forward_s == Approx(cd.tp_forward_s + 29 * 2 * a2a));
+  CHECK(c.tp_input_backward_s == Approx(cd.tp_input_backward_s + 29 * 2 * a2a));
+  // parameters: 29 dense MLPs replaced by the router and the tensor-parallel group's experts,
+  // 2 · 1,409,286,144 / 8 per layer
+  const double experts = dtwin::expert_params_per_gpu(sc.model, sc.layout);
+  CHECK(experts == 176160768.0);
+  CHECK(c.params == Approx(cd.params + 29 * (d * 8 + tp * experts - 3 * d * f)));
+  // ZeRO 1: bf16 weights and fp32 gradients whole (6 bytes), fp32 states (12) over dp 8 for the
+  // dense part and over edp 2 for the experts
+  const double rest = c.params / tp - 29 * experts;
+  CHECK(moe.static_memory_bytes(0) ==
+        Approx((6 + 12.0 / 8) * rest + 29 * (6 + 12.0 / 2) * experts));
+  // MFU's model FLOPs: 6 per active non-embedding weight (Mixtral's 12.88B active less the
+  // 131,072,000 token embedding) + 12·L·d·s
+  const Scenario all_moe = mixtral(8, 2, 8, {"layout.etp=1"});
+  CHECK(dtwin::CostModel(all_moe).model_flops_per_token() ==
+        Approx(6 * (12879925248.0 - 131072000.0) + 12 * 32 * d * 4096));
+  CHECK(dtwin::CostModel(all_moe).total_params() == Approx(46702792704.0));
 }

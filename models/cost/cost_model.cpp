@@ -1,9 +1,9 @@
 #include "models/cost/cost_model.hpp"
 
-#include "base/user_error.hpp"
 #include "models/cost/attention_split.hpp"
 #include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
+#include "models/cost/moe_layer.hpp"
 #include "models/cost/nccl_model.hpp"
 #include "models/cost/parallel_memory.hpp"
 
@@ -147,27 +147,44 @@ double optimizer_shard(const LayoutSpec& l, double params) {
   return params / l.tp / (l.zero >= 1 ? l.dp : 1);
 }
 
-/// Seconds of one transformer layer's passes on one GPU, the forward that recomputation repeats
-/// included in input_backward (see the class comment). The same for every stage.
-PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario& scenario) {
+/// The parameters of stage `c` whose optimizer state one GPU holds and updates: optimizer_shard
+/// of its dense parameters, and of its MoE layers' experts the GPU's expert_params_per_gpu, / edp
+/// under ZeRO (Megatron-Core's distributed optimizer shards expert states over the expert
+/// data-parallel group).
+double stage_optimizer_params(const Scenario& scenario, const StageCost& c) {
   const LayoutSpec& l = scenario.layout;
-  PassSeconds layer = layer_seconds(device, scenario.model, l, scenario.training.precision,
-                                    scenario.training.fp8_recipe);
+  const double experts = c.moe_layers * expert_params_per_gpu(scenario.model, l);
+  return optimizer_shard(l, c.params - experts * l.tp) +
+         experts / (l.zero >= 1 ? l.expert_dp() : 1);
+}
+
+/// Seconds of one transformer layer's passes on one GPU, a dense one or (`moe`) a MoE one, the
+/// forward that recomputation repeats included in input_backward (see the class comment).
+PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
+                                 bool moe) {
+  const LayoutSpec& l = scenario.layout;
+  const Precision precision = scenario.training.precision;
+  PassSeconds layer = moe ? moe_layer_seconds(device, scenario.model, l, precision)
+                          : layer_seconds(device, scenario.model, l, precision,
+                                         scenario.training.fp8_recipe);
   if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
   if (l.recompute == Recompute::Selective)
     layer.input_backward += layer_kind_seconds(device, scenario, Pass::Forward, OpKind::Attention);
   return layer;
 }
 
-/// KernelSeconds of stage `c` from its layers' `layer` seconds (see the class comment).
+/// KernelSeconds of stage `c` from its dense layers' `layer` and its MoE layers' `moe` seconds
+/// (see the class comment).
 KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenario& scenario,
-                                   const PassSeconds& layer, const StageCost& c,
-                                   double tp_collective_s) {
+                                   const PassSeconds& layer, const PassSeconds& moe,
+                                   const StageCost& c, double tp_collective_s) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   const Precision precision = scenario.training.precision;
-  const double L = c.num_layers;
-  KernelSeconds k{L * layer.forward, L * layer.input_backward, L * layer.weight_backward, 0, 0};
+  const double L = c.num_layers - c.moe_layers, Lm = c.moe_layers;
+  KernelSeconds k{L * layer.forward + Lm * moe.forward,
+                  L * layer.input_backward + Lm * moe.input_backward,
+                  L * layer.weight_backward + Lm * moe.weight_backward, 0, 0};
   const auto add = [&k](const PassSeconds& p) {
     k.forward += p.forward;
     k.input_backward += p.input_backward;
@@ -183,7 +200,7 @@ KernelSeconds stage_kernel_seconds(const DeviceDescription& device, const Scenar
     k.weight_backward += stall.weight_backward;
     k.backward += stall.backward;
   }
-  k.optimizer = optimizer_seconds(device, optimizer_shard(l, c.params));
+  k.optimizer = optimizer_seconds(device, stage_optimizer_params(scenario, c));
   return k;
 }
 
@@ -192,7 +209,7 @@ void add_offload_transfers(const Scenario& scenario, double bpe, double grad_bpe
   const LayoutSpec& l = scenario.layout;
   if (l.offload == Offload::None) return;
   const LinkSpec& host = scenario.cluster.device.host_link;
-  const double shard = optimizer_shard(l, c.params);
+  const double shard = stage_optimizer_params(scenario, c);
   const auto transfer = [&host](double bytes) { return host.latency + bytes / host.bandwidth; };
   // gradients down, updated weights up
   c.host_optimizer_s = transfer(shard * grad_bpe) + transfer(shard * bpe);
@@ -210,11 +227,6 @@ CostModel::CostModel(const Scenario& scenario)
       grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)),
       fp8_(scenario.training.precision == Precision::Fp8),
       fp8_recipe_(scenario.training.fp8_recipe) {
-  if (model_.moe.enabled())
-    throw UserError(scenario.source +
-                    ": model.moe: expected absent (the cost model does not charge "
-                    "mixture-of-experts layers yet: models/cost/moe_layer.hpp has their closed "
-                    "forms, the stages do not use them)");
   const Shape shape = shape_of(model_, scenario.layout.tp);
   const StagePartition partition(scenario);
   bucket_params_ = partition.bucket_params;
@@ -257,7 +269,29 @@ CostModel::CostModel(const Scenario& scenario)
   const int recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
   const auto& device = scenario.cluster.device.description;
   const std::optional<PassSeconds> layer_kernel =
-      device ? std::optional(layer_kernel_seconds(*device, scenario)) : std::nullopt;
+      device ? std::optional(layer_kernel_seconds(*device, scenario, false)) : std::nullopt;
+  // A MoE layer (model.moe, llama) against a dense one: its feed-forward's FLOPs and parameters
+  // instead of the dense MLP's 3·d·f, its activations, and the dispatch and combine all-to-alls.
+  const bool moe = model_.moe.enabled();
+  const double dense_mlp = 3 * d * model_.ffn_hidden;
+  const double moe_matmul_flops =
+      moe ? matmul_flops - 2 * T * dense_mlp / t + moe_ffn_forward_flops(model_, l, T) : 0;
+  const double moe_layer_params =
+      moe ? shape.layer_params_held - dense_mlp + moe_ffn_params(model_) -
+                expert_params(model_.moe, model_.d_model) + t * expert_params_per_gpu(model_, l)
+          : 0;
+  const double moe_activation =
+      moe ? moe_layer_activation_bytes(model_, l, layer_shape, l.recompute, bpe) : 0;
+  const double moe_input_backward_freed =
+      moe ? moe_input_backward_freed_bytes(model_, l, layer_shape, l.recompute, bpe) : 0;
+  const double moe_recomputed_layer =
+      moe && l.recompute == Recompute::Full
+          ? moe_layer_activation_bytes(model_, l, layer_shape, Recompute::None, bpe)
+          : 0;
+  const double all_to_all =
+      moe ? moe_all_to_all_seconds(scenario, moe_all_to_all_bytes(model_, l, T, bpe)) : 0;
+  const std::optional<PassSeconds> moe_kernel =
+      device && moe ? std::optional(layer_kernel_seconds(*device, scenario, true)) : std::nullopt;
   // Per layer: the collectives' seconds each pass adds (overlapped with GEMMs or not).
   double layer_tp_forward = 2 * tp_collective;
   double layer_tp_input_backward = (2 + recompute_collectives) * tp_collective;
@@ -274,16 +308,26 @@ CostModel::CostModel(const Scenario& scenario)
     static_cast<StageLayers&>(c) = layers;
 
     const double L = c.num_layers;
-    c.params = L * shape.layer_params_held;
-    c.forward_flops = L * (matmul_flops + attention_flops);
-    c.recompute_flops = L * recompute_flops;
-    c.input_backward_flops = L * (matmul_flops + 2 * attention_flops) + c.recompute_flops;
-    c.weight_backward_flops = L * matmul_flops;
-    c.activation_bytes = L * layer_activation;
-    c.input_backward_freed_bytes = L * layer_input_backward_freed;
-    if (L > 0) c.backward_workspace_bytes = recomputed_layer;
-    c.tp_forward_s = L * layer_tp_forward;
-    c.tp_input_backward_s = L * layer_tp_input_backward;
+    c.moe_layers = moe_layers_in(model_, c.first_layer, c.num_layers);
+    const double Lm = c.moe_layers, Ld = L - Lm;  // MoE and dense layers
+    const double moe_recompute =
+        l.recompute == Recompute::Full ? Lm * (moe_matmul_flops - matmul_flops) : 0;
+    c.params = Ld * shape.layer_params_held + Lm * moe_layer_params;
+    c.forward_flops = Ld * matmul_flops + Lm * moe_matmul_flops + L * attention_flops;
+    c.recompute_flops = L * recompute_flops + moe_recompute;
+    c.input_backward_flops =
+        Ld * matmul_flops + Lm * moe_matmul_flops + 2 * L * attention_flops + c.recompute_flops;
+    c.weight_backward_flops = Ld * matmul_flops + Lm * moe_matmul_flops;
+    c.activation_bytes = Ld * layer_activation + Lm * moe_activation;
+    c.input_backward_freed_bytes = Ld * layer_input_backward_freed + Lm * moe_input_backward_freed;
+    if (Ld > 0) c.backward_workspace_bytes = recomputed_layer;
+    if (Lm > 0)
+      c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, moe_recomputed_layer);
+    // Each MoE layer's dispatch and combine all-to-alls in F, again on the gradients in I, and
+    // once more in I under full recomputation.
+    c.tp_forward_s = L * layer_tp_forward + Lm * 2 * all_to_all;
+    c.tp_input_backward_s =
+        L * layer_tp_input_backward + Lm * (2 + recompute_collectives) * all_to_all;
     if (l.tp > 1) {
       c.tp_forward_collectives = 2 * c.num_layers;
       c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;
@@ -317,14 +361,15 @@ CostModel::CostModel(const Scenario& scenario)
         ++c.tp_input_backward_collectives;
       }
     }
-    c.optimizer_flops = kAdamFlopsPerParam * optimizer_shard(l, c.params);
+    c.optimizer_flops = kAdamFlopsPerParam * stage_optimizer_params(scenario, c);
     const double largest_tensor =
-        l.zero > 0 ? optimizer_shard(l, c.params)
+        l.zero > 0 ? stage_optimizer_params(scenario, c)
                    : std::max({L > 0 ? std::max(d, double(model_.ffn_hidden)) * d / t : 0.0,
                                c.has_embedding || c.has_head ? V * d / t : 0.0});
     c.optimizer_workspace_bytes = 2 * kMasterBytesPerParam * largest_tensor;
     if (device)
-      c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel, c, layer_tp_forward / 2);
+      c.kernel = stage_kernel_seconds(*device, scenario, *layer_kernel,
+                                      moe_kernel.value_or(PassSeconds{}), c, layer_tp_forward / 2);
     add_offload_transfers(scenario, bpe, grad_bytes_per_element_, c);
     stages_.push_back(c);
   }
@@ -359,8 +404,13 @@ double CostModel::parameter_bytes(int s) const {
 }
 
 double CostModel::static_memory_bytes(int s) const {
-  return model_state_bytes(stage(s).params / layout_.tp, layout_.zero, layout_.dp, layout_.offload,
-                           bytes_per_element_, grad_bytes_per_element_) +
+  // A MoE stage's experts shard over edp (expert_state_bytes_per_gpu), the rest over dp.
+  const double moe = stage(s).moe_layers;
+  const double experts = moe * expert_params_per_gpu(model_, layout_);
+  return model_state_bytes(stage(s).params / layout_.tp - experts, layout_.zero, layout_.dp,
+                           layout_.offload, bytes_per_element_, grad_bytes_per_element_) +
+         moe * expert_state_bytes_per_gpu(model_, layout_, bytes_per_element_,
+                                          grad_bytes_per_element_) +
          fp8_weight_bytes(s);
 }
 
@@ -400,7 +450,10 @@ double CostModel::gathered_gradient_bytes(int s) const {
 
 double CostModel::total_params() const {
   const Shape shape = shape_of(model_, layout_.tp);
-  return shape.embedding + model_.n_layers * shape.layer_params + shape.final_norm +
+  const double moe = moe_layers(model_);  // their feed-forward is moe_ffn_params, not 3·d·f
+  const double moe_extra =
+      moe > 0 ? moe * (moe_ffn_params(model_) - 3.0 * model_.d_model * model_.ffn_hidden) : 0;
+  return shape.embedding + model_.n_layers * shape.layer_params + moe_extra + shape.final_norm +
          (shape.tied_head ? 0 : shape.head);
 }
 
@@ -410,7 +463,11 @@ double CostModel::non_embedding_params() const {
 
 double CostModel::model_flops_per_token() const {
   const double L = model_.n_layers, d = model_.d_model, s = model_.seq_len;
-  return 6 * non_embedding_params() + 12 * L * d * s;
+  // A MoE layer's token uses only its active feed-forward weights (top_k experts, shared, router).
+  const double inactive =
+      moe_layers(model_) *
+      (moe_layers(model_) > 0 ? moe_ffn_params(model_) - moe_active_ffn_params(model_) : 0);
+  return 6 * (non_embedding_params() - inactive) + 12 * L * d * s;
 }
 
 double CostModel::tokens_per_microbatch() const {

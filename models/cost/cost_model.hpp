@@ -82,8 +82,13 @@ struct StageCost : StageLayers {
   /// one tensor at a time, two fp32 temporaries the size of the largest tensor it steps (the
   /// embedding or head, a feed-forward weight, or under ZeRO the flat shard).
   double optimizer_workspace_bytes = 0;
-  double tp_forward_s = 0;         ///< tensor-parallel collectives inside F, seconds
-  double tp_input_backward_s = 0;  ///< tensor-parallel collectives inside I (or B), seconds
+  int moe_layers = 0;  ///< of its layers, those with experts (moe_layers_in, moe_layer.hpp)
+  /// Tensor-parallel collectives inside F and inside I (or B), seconds, and with model.moe the
+  /// MoE layers' expert-parallel all-to-alls (dispatch and combine: 2 per MoE layer in F, 2 in I,
+  /// 2 more in I under full recomputation; moe_all_to_all_seconds), not counted in the
+  /// collective counts below.
+  double tp_forward_s = 0;
+  double tp_input_backward_s = 0;
   /// How many tensor-parallel collectives F and I (or B) each run: Megatron's 2 per layer each
   /// way (2 more per layer in I under full recomputation), the vocabulary-parallel lookup's in
   /// F on the first stage, the head input's gradient sum in I on the last; 0 without tp.
@@ -154,6 +159,16 @@ struct StageCost : StageLayers {
 /// + bytes_per_element) / β; with optimizer+params (ZeRO-Infinity) each F and I (or B) also streams
 /// the stage's params / tp weights in. The host CPU's Adam step itself is not timed.
 ///
+/// Mixture of experts (model.moe, models/cost/moe_layer.hpp's closed forms): each MoE layer of a
+/// stage (moe_layers_in) has moe_ffn_forward_flops instead of the dense MLP's 2·T·3·d·f/tp in F,
+/// I and W (and in full recomputation), the router, shared expert and the GPU's
+/// expert_params_per_gpu (× tp in params) instead of the MLP's 3·d·f weights, moe_layer_seconds
+/// for its kernels, moe_layer_activation_bytes for its activations, and its dispatch and combine
+/// all-to-alls in tp_forward_s and tp_input_backward_s. Expert states shard over edp under ZeRO
+/// (static_memory_bytes, the optimizer step); expert gradients stay in gradient_bytes, which the
+/// simulator reduces over dp (not edp: an approximation). model_flops_per_token counts the
+/// active feed-forward weights (moe_active_ffn_params).
+///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the
 /// update itself); it is memory-bound in practice, so a measured Profile is better where there is
@@ -163,7 +178,7 @@ class CostModel {
   /// Reads model.*, layout.*, training.precision and the cluster's links (for tensor-parallel
   /// collectives). Throws std::logic_error (a bug) for a scenario
   /// that the loader would have rejected (a family or precision without a table entry, a bad
-  /// layer split); throws UserError (exit 2) for model.moe, which it does not charge yet.
+  /// layer split).
   explicit CostModel(const Scenario& scenario);
 
   /// pp · virtual_stages.

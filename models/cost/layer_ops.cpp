@@ -4,6 +4,7 @@
 
 #include "models/cost/attention_split.hpp"
 #include "models/cost/host_ops.hpp"
+#include "models/cost/moe_layer.hpp"
 
 namespace dtwin {
 namespace {
@@ -204,6 +205,60 @@ std::vector<Step> embedding_steps(const ModelSpec& model, const Dims& x) {
   return {memory("embedding", (tables + 1) * rows, 0, 3 * tables * rows)};
 }
 
+/// A MoE layer's feed-forward operators (see moe_layer_ops in layer_ops.hpp), their host-op
+/// counts those of the dense operator each stands for (not measured for MoE).
+std::vector<Step> moe_ffn_steps(const ModelSpec& model, const LayoutSpec& layout, const Dims& x) {
+  const MoeSpec& moe = model.moe;
+  const double Tg = moe_tokens_per_gpu(layout, x.T);
+  const double Te = moe_expert_tokens(model, layout, x.T);
+  const double fe = double(moe.expert_ffn_hidden) / layout.expert_tp();
+  const double routed = Tg * moe.top_k * x.d * x.e;  // one tensor of the routed token copies
+  const double hidden = Te * fe * x.e;
+  struct Named {
+    Step step;
+    const char* like;  ///< the dense operator whose host-op counts it takes
+  };
+  std::vector<Named> named = {
+      {gemm("moe_router", Tg, moe.num_experts, x.d), "mlp_gate"},
+      {memory("moe_permute", 2 * routed, 2 * routed), "swiglu"},
+      {gemm("expert_gate", Te, fe, x.d), "mlp_gate"},
+      {gemm("expert_up", Te, fe, x.d), "mlp_up"},
+      {memory("expert_swiglu", 3 * hidden, 5 * hidden), "swiglu"},
+      {gemm("expert_down", Te, x.d, fe), "mlp_down"},
+      {memory("moe_unpermute", routed + Tg * x.d * x.e, routed + Tg * x.d * x.e), "swiglu"}};
+  if (moe.shared_expert_ffn_hidden > 0) {
+    const double fs = moe.shared_expert_ffn_hidden / x.tp;
+    const double shared = x.T * fs * x.e;
+    named.push_back({gemm("shared_gate", x.T, fs, x.d), "mlp_gate"});
+    named.push_back({gemm("shared_up", x.T, fs, x.d), "mlp_up"});
+    named.push_back({memory("shared_swiglu", 3 * shared, 5 * shared), "swiglu"});
+    named.push_back({gemm("shared_down", x.T, x.d, fs), "mlp_down"});
+  }
+  std::vector<Step> steps;
+  for (Named& n : named) {
+    const HostOps host = layer_host_ops(model.family, model.attention, n.like);
+    n.step.forward.host_ops = host.forward;
+    n.step.forward.host_ops_no_grad = host.forward_no_grad;
+    n.step.backward_host_ops = host.backward;
+    steps.push_back(n.step);
+  }
+  return steps;
+}
+
+/// layer_steps with the dense MLP (mlp_gate to mlp_down) replaced by moe_ffn_steps.
+std::vector<Step> moe_layer_steps(const ModelSpec& model, const LayoutSpec& layout, const Dims& x) {
+  std::vector<Step> steps = layer_steps(model, x);
+  const auto at = [&steps](const std::string& name) {
+    return std::find_if(steps.begin(), steps.end(),
+                        [&name](const Step& s) { return s.forward.name == name; });
+  };
+  const auto first = at("mlp_gate");
+  const std::vector<Step> ffn = moe_ffn_steps(model, layout, x);
+  const auto next = steps.erase(first, at("mlp_down") + 1);
+  steps.insert(next, ffn.begin(), ffn.end());
+  return steps;
+}
+
 }  // namespace
 
 std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
@@ -219,6 +274,11 @@ std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Preci
 std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                               Pass pass) {
   return ops_of(embedding_steps(model, dims_of(model, layout, precision)), pass);
+}
+
+std::vector<Op> moe_layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                              Pass pass) {
+  return ops_of(moe_layer_steps(model, layout, dims_of(model, layout, precision)), pass);
 }
 
 double op_seconds(const DeviceDescription& device, const Op& op, Precision precision) {
@@ -238,6 +298,12 @@ PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& mode
                           const LayoutSpec& layout, Precision precision, Fp8Recipe recipe) {
   return pass_seconds(device, precision,
                       layer_steps(model, dims_of(model, layout, precision, recipe)));
+}
+
+PassSeconds moe_layer_seconds(const DeviceDescription& device, const ModelSpec& model,
+                              const LayoutSpec& layout, Precision precision) {
+  return pass_seconds(device, precision,
+                      moe_layer_steps(model, layout, dims_of(model, layout, precision)));
 }
 
 PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,

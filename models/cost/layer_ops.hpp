@@ -116,6 +116,20 @@ struct PassSeconds {
 /// file comment), with operands scaled by `recipe`.
 std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                           Pass pass, Fp8Recipe recipe = Fp8Recipe::Delayed);
+/// The operators of one mixture-of-experts layer (model.moe, llama; models/cost/moe_layer.hpp's
+/// notation): layer_ops with the dense MLP's gate, up, SwiGLU and down replaced by the router
+/// GEMM (Tg, E, d); the permute, memory-bound, reading and writing the Tg·k routed token copies,
+/// 2·Tg·k·d·e each way; the experts' gate and up (Te, fe/etp, d), SwiGLU over Te·fe/etp and down
+/// (Te, d, fe/etp), with Te = moe_expert_tokens the busiest GPU's expert tokens: its grouped GEMM
+/// is modelled as one GEMM over all its experts' tokens (its efficiency at few tokens per expert
+/// is not modelled); the un-permute and combine, reading the k copies and writing Tg tokens,
+/// Tg·(k + 1)·d·e each way; and the shared expert, a dense SwiGLU MLP of width fs/tp on T tokens.
+/// The dispatch and combine all-to-alls are not operators (CostModel charges them). The new
+/// operators take the host-op counts of the dense operator of the same kind (GEMMs those of
+/// mlp_gate/up/down, memory-bound ones SwiGLU's). Their F GEMM FLOPs sum to the dense layer's
+/// less the MLP's plus moe_ffn_forward_flops.
+std::vector<Op> moe_layer_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
+                              Pass pass);
 /// The last stage's head: the final norm, the LM head GEMM (T, V/tp, d) and the cross-entropy.
 std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                          Pass pass);
@@ -132,6 +146,9 @@ double op_seconds(const DeviceDescription& device, const Op& op, Precision preci
 PassSeconds layer_seconds(const DeviceDescription& device, const ModelSpec& model,
                           const LayoutSpec& layout, Precision precision,
                           Fp8Recipe recipe = Fp8Recipe::Delayed);
+/// The same for moe_layer_ops.
+PassSeconds moe_layer_seconds(const DeviceDescription& device, const ModelSpec& model,
+                              const LayoutSpec& layout, Precision precision);
 /// The same for head_ops.
 PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
                          const LayoutSpec& layout, Precision precision);

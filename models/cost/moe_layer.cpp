@@ -10,6 +10,12 @@ int moe_layers(const ModelSpec& model) {
   return model.moe.enabled() ? model.n_layers - model.moe.first_dense_layers : 0;
 }
 
+int moe_layers_in(const ModelSpec& model, int first_layer, int num_layers) {
+  if (!model.moe.enabled()) return 0;
+  const int dense = std::clamp(model.moe.first_dense_layers - first_layer, 0, num_layers);
+  return num_layers - dense;
+}
+
 double moe_busiest_factor(const MoeSpec& moe) {
   return moe.capacity_factor > 0 ? std::min(moe.load_imbalance, moe.capacity_factor)
                                  : moe.load_imbalance;
@@ -79,6 +85,35 @@ double expert_state_bytes_per_gpu(const ModelSpec& model, const LayoutSpec& layo
                                   double bytes_per_element, double grad_bytes_per_element) {
   return model_state_bytes(expert_params_per_gpu(model, layout), layout.zero, layout.expert_dp(),
                            layout.offload, bytes_per_element, grad_bytes_per_element);
+}
+
+namespace {
+
+/// The MoE feed-forward's hidden elements per GPU per microbatch (the MLP share's unit of the
+/// llama activation formula): Te·fe/etp + T·fs/tp.
+double moe_hidden_elements(const ModelSpec& model, const LayoutSpec& layout, double T) {
+  return moe_expert_tokens(model, layout, T) * model.moe.expert_ffn_hidden / layout.expert_tp() +
+         T * model.moe.shared_expert_ffn_hidden / layout.tp;
+}
+
+}  // namespace
+
+double moe_layer_activation_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                                  LayerActivationShape x, Recompute recompute, double e) {
+  x.f = 0;
+  const double rest = layer_activation_bytes(x, recompute, model.attention, e);
+  if (recompute == Recompute::Full) return rest;
+  const double T = x.s * x.b;
+  const double routed = moe_tokens_per_gpu(layout, T) * model.moe.top_k * model.d_model;
+  return rest + e * (2 * routed + 4 * moe_hidden_elements(model, layout, T));
+}
+
+double moe_input_backward_freed_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                                      LayerActivationShape x, Recompute recompute, double e) {
+  if (recompute != Recompute::None) return 0;
+  x.f = 0;
+  return input_backward_freed_bytes(x, recompute, model.attention, e) +
+         e * moe_hidden_elements(model, layout, x.s * x.b);
 }
 
 }  // namespace dtwin

@@ -20,12 +20,17 @@
 // full recomputation repeats the forward's two: 4 (6) per MoE layer per microbatch.
 #pragma once
 
+#include "models/cost/parallel_memory.hpp"
 #include "models/spec/scenario.hpp"
 
 namespace dtwin {
 
 /// Layers with experts: n_layers − first_dense_layers (0 for a dense model).
 int moe_layers(const ModelSpec& model);
+
+/// MoE layers among layers [first_layer, first_layer + num_layers), a stage's: those at index
+/// >= first_dense_layers; 0 for a dense model.
+int moe_layers_in(const ModelSpec& model, int first_layer, int num_layers);
 
 /// ρ above: the busiest expert-parallel rank's routed tokens over the mean.
 double moe_busiest_factor(const MoeSpec& moe);
@@ -76,5 +81,20 @@ double moe_ffn_forward_flops(const ModelSpec& model, const LayoutSpec& layout,
 /// expert states.
 double expert_state_bytes_per_gpu(const ModelSpec& model, const LayoutSpec& layout,
                                   double bytes_per_element, double grad_bytes_per_element);
+
+/// Activation bytes one GPU keeps from one MoE layer's F per microbatch until its backward:
+/// layer_activation_bytes of the layer without its dense MLP (x.f = 0), plus, unless recomputed
+/// in full (which keeps only the layer input), the routed token copies permuted and the experts'
+/// output, 2·Tg·k·d·e, and the llama formula's MLP share 4·tokens·width·e at the experts' width
+/// for the GPU's expert tokens, 4·Te·(fe/etp)·e, and at the shared expert's, 4·T·(fs/tp)·e.
+/// `x` is the dense layer's shape (T = x.s·x.b).
+double moe_layer_activation_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                                  LayerActivationShape x, Recompute recompute, double e);
+/// The part of it a split backward's I frees: input_backward_freed_bytes without the dense MLP,
+/// plus the dense formula's net MLP share (3 hidden tensors freed, 2 gradients stashed) at the
+/// experts' and the shared expert's widths and tokens, (Te·fe/etp + T·fs/tp)·e, without
+/// recomputation; 0 with it.
+double moe_input_backward_freed_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                                      LayerActivationShape x, Recompute recompute, double e);
 
 }  // namespace dtwin

@@ -176,6 +176,10 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
   if (e.load_imbalance < 1)
     out.push_back({{"model.moe.load_imbalance"},
                    "at least 1 (the busiest expert-parallel rank's tokens over the mean)"});
+  if (l.zero == 3)
+    out.push_back({{"layout.zero", "model.moe"},
+                   "0, 1 or 2 with model.moe (ZeRO-3's gather units assume dense layers; "
+                   "gathering expert layers is not modelled)"});
 }
 
 void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
@@ -217,6 +221,9 @@ void check_fp8_device(const Scenario& sc, std::vector<Violation>& out) {
     out.push_back({{"cluster.device.model", "training.precision"},
                    "a device with fp8 tensor cores (fp8_flops in its description) when "
                    "training.precision is fp8"});
+  if (sc.training.precision == Precision::Fp8 && sc.model.moe.enabled())
+    out.push_back({{"training.precision", "model.moe"},
+                   "fp32 or bf16 with model.moe (fp8 expert GEMMs are not modelled)"});
 }
 
 void check_cluster(const Scenario& sc, std::vector<Violation>& out) {
