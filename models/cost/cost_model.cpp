@@ -164,9 +164,9 @@ PassSeconds layer_kernel_seconds(const DeviceDescription& device, const Scenario
                                  bool moe) {
   const LayoutSpec& l = scenario.layout;
   const Precision precision = scenario.training.precision;
-  PassSeconds layer = moe ? moe_layer_seconds(device, scenario.model, l, precision)
-                          : layer_seconds(device, scenario.model, l, precision,
-                                         scenario.training.fp8_recipe);
+  PassSeconds layer =
+      moe ? moe_layer_seconds(device, scenario.model, l, precision)
+          : layer_seconds(device, scenario.model, l, precision, scenario.training.fp8_recipe);
   if (l.recompute == Recompute::Full) layer.input_backward += layer.forward;
   if (l.recompute == Recompute::Selective)
     layer.input_backward += layer_kind_seconds(device, scenario, Pass::Forward, OpKind::Attention);
