@@ -450,9 +450,9 @@ double CostModel::gathered_gradient_bytes(int s) const {
 
 double CostModel::total_params() const {
   const Shape shape = shape_of(model_, layout_.tp);
-  const double moe = moe_layers(model_);  // their feed-forward is moe_ffn_params, not 3·d·f
+  // A MoE layer's feed-forward is moe_ffn_params, not 3·d·f (no MoE layers: none).
   const double moe_extra =
-      moe > 0 ? moe * (moe_ffn_params(model_) - 3.0 * model_.d_model * model_.ffn_hidden) : 0;
+      moe_layers(model_) * (moe_ffn_params(model_) - 3.0 * model_.d_model * model_.ffn_hidden);
   return shape.embedding + model_.n_layers * shape.layer_params + moe_extra + shape.final_norm +
          (shape.tied_head ? 0 : shape.head);
 }
@@ -465,8 +465,7 @@ double CostModel::model_flops_per_token() const {
   const double L = model_.n_layers, d = model_.d_model, s = model_.seq_len;
   // A MoE layer's token uses only its active feed-forward weights (top_k experts, shared, router).
   const double inactive =
-      moe_layers(model_) *
-      (moe_layers(model_) > 0 ? moe_ffn_params(model_) - moe_active_ffn_params(model_) : 0);
+      moe_layers(model_) * (moe_ffn_params(model_) - moe_active_ffn_params(model_));
   return 6 * (non_embedding_params() - inactive) + 12 * L * d * s;
 }
 

@@ -7,7 +7,7 @@
 namespace dtwin {
 
 int moe_layers(const ModelSpec& model) {
-  return model.moe.enabled() ? model.n_layers - model.moe.first_dense_layers : 0;
+  return moe_layers_in(model, 0, model.n_layers);
 }
 
 int moe_layers_in(const ModelSpec& model, int first_layer, int num_layers) {
