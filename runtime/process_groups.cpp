@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -104,6 +105,14 @@ void disable_flight_recorder() {
   (void)disabled;
 }
 
+// Gloo writes to its sockets with writev(2) and handles EPIPE, so it expects SIGPIPE ignored, as
+// Python does at start-up. Without that, a rank whose write meets a lost peer's reset connection
+// is killed by the signal, silently, instead of naming the peer.
+void ignore_sigpipe() {
+  static const bool ignored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+  (void)ignored;
+}
+
 // The Gloo device for an address (no interface) or an interface name, one per process while a
 // group holds it. A device owns a progress thread that polls its sockets every 10 ms; one device
 // per group gave each rank 6 such threads, whose wake-ups took the cores the passes need. Each
@@ -131,6 +140,7 @@ c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const std::string& name, int rank, int size,
                                              double timeout_s, const GlooBinding& bind) {
   disable_flight_recorder();
+  ignore_sigpipe();
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
   if (backend == Backend::Gloo) {
     auto options = c10d::ProcessGroupGloo::Options::create(to_milliseconds(timeout_s));

@@ -47,7 +47,8 @@ std::string local_address_toward(const std::string& host);
 /// in builds with DTWIN_HAVE_CUDA). Collective and point-to-point waits give up after `timeout_s`
 /// seconds. Blocks until all `size` ranks joined; throws UserError for nccl in a CPU-only build,
 /// and c10::Error when the rendezvous fails. The first call turns c10d's flight recorder off for
-/// the process (TORCH_FR_BUFFER_SIZE=0; process_groups.cpp says why).
+/// the process (TORCH_FR_BUFFER_SIZE=0; process_groups.cpp says why) and makes it ignore SIGPIPE,
+/// so that a write to a lost peer fails with EPIPE, which Gloo reports naming the peer.
 c10::intrusive_ptr<c10d::Backend> make_group(Backend backend,
                                              const c10::intrusive_ptr<c10d::Store>& store,
                                              const std::string& name, int rank, int size,
