@@ -166,7 +166,7 @@ TEST_CASE("overrides given with --set replace, add and are checked like file val
   }
   SECTION("a cross-field rule broken by an override blames the override") {
     const std::string msg = load_error(kQuickstart, {"layout.pp=2"});
-    CHECK(starts_with(msg, "--set layout.pp=2: layout.pp: expected dp*pp*tp = 2 ranks"));
+    CHECK(starts_with(msg, "--set layout.pp=2: layout.pp: expected dp*cp*pp*tp = 2 ranks"));
   }
   SECTION("an unknown key given by an override") {
     CHECK(starts_with(load_error(kQuickstart, {"layout.foo=1"}),

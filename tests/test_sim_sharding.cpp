@@ -230,3 +230,11 @@ TEST_CASE("a tensor-parallel group sharing a device loads it with all its member
   const double grouped = step({"layout.tp=2", "cluster.ranks_per_device=6"});
   CHECK(grouped == Approx(single).epsilon(0.005));
 }
+
+TEST_CASE("context parallelism reduces gradients over dp·cp: dp 1 · cp 4 all-reduces as dp 4") {
+  const int n = 4;
+  const auto half = [](double bytes) { return (n - 1) * bytes / (n * kBandwidth); };
+  const auto x =
+      exposed_by_kind(data_parallel(n, {"layout.dp=1", "layout.cp=4", "model.attention=flash"}));
+  CHECK(x.at("ALLREDUCE") == Approx(2 * half(x.at("bytes"))).epsilon(0.005));
+}

@@ -12,7 +12,7 @@ void fill_step_figures(StepSummary& summary, const Scenario& scenario, const Cos
   summary.mfu = -1;
   if (summary.step_time_s <= 0) return;
   const double tokens =
-      double(scenario.layout.dp) * scenario.layout.microbatches * cost.tokens_per_microbatch();
+      double(scenario.layout.dp_cp()) * scenario.layout.microbatches * cost.tokens_per_microbatch();
   summary.tokens_per_s = tokens / summary.step_time_s;
   const double peak = cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node;
   if (peak > 0) summary.mfu = cost.model_flops_per_token() * summary.tokens_per_s / peak;

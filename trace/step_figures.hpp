@@ -10,7 +10,9 @@ namespace dtwin::trace {
 
 /// Fills `summary`'s tokens_per_s, mfu and every rank's memory_ok from its step_time_s (seconds)
 /// and ranks[r].peak_memory_bytes (bytes), which the caller sets first.
-///  - tokens per step = dp x microbatches x tokens_per_microbatch (micro_batch_size x seq_len);
+///  - tokens per step = dp x cp x microbatches x tokens_per_microbatch (micro_batch_size x
+///    seq_len / cp on each GPU of a context-parallel group), dp x microbatches x micro_batch_size
+///    x seq_len;
 ///    tokens_per_s = tokens per step / step_time_s;
 ///  - mfu = model_flops_per_token x tokens_per_s / (peak_flops x nodes x devices_per_node),
 ///    model FLOPs per token as CostModel::model_flops_per_token (PaLM, appendix B);

@@ -1,6 +1,7 @@
 #include "models/cost/cost_model.hpp"
 
 #include "models/cost/attention_split.hpp"
+#include "models/cost/context_parallel.hpp"
 #include "models/cost/layer_host_stall.hpp"
 #include "models/cost/layer_ops.hpp"
 #include "models/cost/moe_layer.hpp"
@@ -142,9 +143,38 @@ double overlapped_tp_seconds(double comm, double gemm, double slowdown) {
 }
 
 /// The parameters of `params` whose optimizer state one GPU holds and updates: its 1/tp slice,
-/// and 1/dp of that under ZeRO.
+/// and 1/(dp·cp) of that under ZeRO.
 double optimizer_shard(const LayoutSpec& l, double params) {
-  return params / l.tp / (l.zero >= 1 ? l.dp : 1);
+  return params / l.tp / (l.zero >= 1 ? l.dp_cp() : 1);
+}
+
+/// Seconds a layer's context-parallel exchange adds to F and to I (or B): cp_exposed_seconds
+/// against the pass's attention, from the device description's attention kernels or else the
+/// attention FLOPs (4·T·s·d/tp in F, twice that in I) at the device's peak · efficiency. Under
+/// recomputation the backward re-runs the attention, its forward exchange with it.
+PassSeconds layer_cp_seconds(const Scenario& scenario, double tokens_per_gpu, double bpe) {
+  const ModelSpec& m = scenario.model;
+  const LayoutSpec& l = scenario.layout;
+  if (l.cp == 1) return {};
+  const DeviceSpec& device = scenario.cluster.device;
+  PassSeconds attention;
+  if (device.description) {
+    attention.forward =
+        layer_kind_seconds(*device.description, scenario, Pass::Forward, OpKind::Attention);
+    attention.input_backward =
+        layer_kind_seconds(*device.description, scenario, Pass::InputBackward, OpKind::Attention);
+  } else if (device.peak_flops * device.efficiency > 0) {
+    attention.forward =
+        4 * tokens_per_gpu * m.seq_len * m.d_model / l.tp / (device.peak_flops * device.efficiency);
+    attention.input_backward = 2 * attention.forward;
+  }
+  PassSeconds exposed;
+  exposed.forward = cp_exposed_seconds(
+      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, false), attention.forward);
+  exposed.input_backward = cp_exposed_seconds(
+      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, true), attention.input_backward);
+  if (l.recompute != Recompute::None) exposed.input_backward += exposed.forward;
+  return exposed;
 }
 
 /// The parameters of stage `c` whose optimizer state one GPU holds and updates: optimizer_shard
@@ -230,7 +260,7 @@ CostModel::CostModel(const Scenario& scenario)
   const Shape shape = shape_of(model_, scenario.layout.tp);
   const StagePartition partition(scenario);
   bucket_params_ = partition.bucket_params;
-  const double T = tokens_per_microbatch();
+  const double T = tokens_per_microbatch();  // on one GPU of a context-parallel group
   const double s = model_.seq_len, d = model_.d_model, V = model_.vocab_size, a = model_.n_heads,
                b = scenario.layout.micro_batch_size;
   const double bpe = bytes_per_element_;
@@ -240,9 +270,9 @@ CostModel::CostModel(const Scenario& scenario)
 
   // Per layer, per microbatch, per GPU of the tensor-parallel group.
   const double matmul_flops = 2 * T * shape.layer_matmul_held / t;  // the weight products' forward
-  const double attention_flops = 4 * T * s * d / t;                 // QKᵀ and AV, forward
+  const double attention_flops = 4 * T * s * d / t;  // QKᵀ and AV of T queries over s keys
   LayerActivationShape layer_shape{
-      s, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
+      s / l.cp, b, d, a, double(model_.ffn_hidden), l.tp, l.sequence_parallel, model_.family};
   layer_shape.kv_ratio = attention_split(model_, l.tp).kv_held / a;
   // At fp8 the linear layers keep their inputs quantized (parallel_memory.hpp).
   const auto layer_bytes = [&](Recompute recompute) {
@@ -302,6 +332,7 @@ CostModel::CostModel(const Scenario& scenario)
     layer_tp_input_backward =
         overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
   }
+  const PassSeconds layer_cp = layer_cp_seconds(scenario, T, bpe);
 
   for (const StageLayers& layers : partition.stages) {
     StageCost c;
@@ -325,9 +356,9 @@ CostModel::CostModel(const Scenario& scenario)
       c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, moe_recomputed_layer);
     // Each MoE layer's dispatch and combine all-to-alls in F, again on the gradients in I, and
     // once more in I under full recomputation.
-    c.tp_forward_s = L * layer_tp_forward + Lm * 2 * all_to_all;
-    c.tp_input_backward_s =
-        L * layer_tp_input_backward + Lm * (2 + recompute_collectives) * all_to_all;
+    c.tp_forward_s = L * (layer_tp_forward + layer_cp.forward) + Lm * 2 * all_to_all;
+    c.tp_input_backward_s = L * (layer_tp_input_backward + layer_cp.input_backward) +
+                            Lm * (2 + recompute_collectives) * all_to_all;
     if (l.tp > 1) {
       c.tp_forward_collectives = 2 * c.num_layers;
       c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;
@@ -407,7 +438,7 @@ double CostModel::static_memory_bytes(int s) const {
   // A MoE stage's experts shard over edp (expert_state_bytes_per_gpu), the rest over dp.
   const double moe = stage(s).moe_layers;
   const double experts = moe * expert_params_per_gpu(model_, layout_);
-  return model_state_bytes(stage(s).params / layout_.tp - experts, layout_.zero, layout_.dp,
+  return model_state_bytes(stage(s).params / layout_.tp - experts, layout_.zero, layout_.dp_cp(),
                            layout_.offload, bytes_per_element_, grad_bytes_per_element_) +
          moe * expert_state_bytes_per_gpu(model_, layout_, bytes_per_element_,
                                           grad_bytes_per_element_) +
@@ -417,7 +448,7 @@ double CostModel::static_memory_bytes(int s) const {
 double CostModel::fp8_weight_bytes(int s) const {
   if (!fp8_) return 0;
   const double weights = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held /
-                         layout_.tp / (layout_.zero >= 3 ? layout_.dp : 1);
+                         layout_.tp / (layout_.zero >= 3 ? layout_.dp_cp() : 1);
   return weights * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight);
 }
 
@@ -445,7 +476,7 @@ double CostModel::gathered_weight_bytes(int s) const {
 
 double CostModel::gathered_gradient_bytes(int s) const {
   const double params = layout_.gathers_layers() ? gathered_unit_params(s) : stage(s).params;
-  return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp);
+  return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp_cp());
 }
 
 double CostModel::total_params() const {
@@ -470,7 +501,7 @@ double CostModel::model_flops_per_token() const {
 }
 
 double CostModel::tokens_per_microbatch() const {
-  return static_cast<double>(layout_.micro_batch_size) * model_.seq_len;
+  return static_cast<double>(layout_.micro_batch_size) * model_.seq_len / layout_.cp;
 }
 
 }  // namespace dtwin

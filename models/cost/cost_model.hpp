@@ -3,7 +3,8 @@
 // the bytes that pipeline and data-parallel communication move. Plain arithmetic on the model's
 // dimensions; the simulator turns it into seconds (or replaces it with a measured Profile).
 //
-// Notation: T = b·s tokens per microbatch (b = layout.micro_batch_size, s = model.seq_len),
+// Notation: T = b·s/cp tokens per microbatch on one GPU (b = layout.micro_batch_size,
+// s = model.seq_len, cp = layout.cp: context parallelism gives each GPU s/cp of every sequence),
 // d = d_model, f = ffn_hidden, V = vocab_size, a = n_heads, kv = n_kv_heads (a unless given),
 // hd = d/a, L = n_layers. A multiply-add counts as 2 FLOPs. Only matrix products are counted:
 // norms, activations, softmax, biases, residual adds and the embedding lookup are element-wise and
@@ -77,7 +78,7 @@ struct StageCost : StageLayers {
   double input_backward_freed_bytes = 0;
   double backward_workspace_bytes = 0;  ///< more bytes held while a backward (B or I) runs: the
                                         ///< logits' gradient, or a recomputed layer
-  double optimizer_flops = 0;  ///< one AdamW step over the stage's parameters (/ dp under ZeRO)
+  double optimizer_flops = 0;  ///< one AdamW step over the stage's parameters (/ dp·cp, ZeRO)
   /// More bytes held while OPTIM runs: LibTorch's AdamW computes sqrt(v)/sqrt(1 - beta2^t) + eps
   /// one tensor at a time, two fp32 temporaries the size of the largest tensor it steps (the
   /// embedding or head, a feed-forward weight, or under ZeRO the flat shard).
@@ -85,8 +86,9 @@ struct StageCost : StageLayers {
   int moe_layers = 0;  ///< of its layers, those with experts (moe_layers_in, moe_layer.hpp)
   /// Tensor-parallel collectives inside F and inside I (or B), seconds, and with model.moe the
   /// MoE layers' expert-parallel all-to-alls (dispatch and combine: 2 per MoE layer in F, 2 in I,
-  /// 2 more in I under full recomputation; moe_all_to_all_seconds), not counted in the
-  /// collective counts below.
+  /// 2 more in I under full recomputation; moe_all_to_all_seconds), and with layout.cp the
+  /// layers' exposed key/value exchange (cp_exposed_seconds), not counted in the collective
+  /// counts below.
   double tp_forward_s = 0;
   double tp_input_backward_s = 0;
   /// How many tensor-parallel collectives F and I (or B) each run: Megatron's 2 per layer each
@@ -149,7 +151,7 @@ struct StageCost : StageLayers {
 /// of its operators' times (layer_seconds · layers, embedding_seconds on the first stage,
 /// head_seconds on the last), with full recomputation adding the layers' forward to I and
 /// selective recomputation their attention cores; the optimizer step is optimizer_seconds over
-/// params / tp, divided by dp under ZeRO (each GPU updates its shard). Each pass adds the
+/// params / tp, divided by dp·cp under ZeRO (each GPU updates its shard). Each pass adds the
 /// layers' host stall (layer_host_stall, with the layer's per-collective tensor-parallel
 /// seconds): the time the GPU waits while the host issues kernels shorter than their issue.
 ///
@@ -166,8 +168,16 @@ struct StageCost : StageLayers {
 /// for its kernels, moe_layer_activation_bytes for its activations, and its dispatch and combine
 /// all-to-alls in tp_forward_s and tp_input_backward_s. Expert states shard over edp under ZeRO
 /// (static_memory_bytes, the optimizer step); expert gradients stay in gradient_bytes, which the
-/// simulator reduces over dp (not edp: an approximation). model_flops_per_token counts the
+/// simulator reduces over dp·cp (not edp: an approximation). model_flops_per_token counts the
 /// active feed-forward weights (moe_active_ffn_params).
+///
+/// Context parallelism (layout.cp, models/cost/context_parallel.hpp): every per-microbatch figure
+/// above is per GPU of a context-parallel group with T = b·s/cp: its GEMMs, its s/cp queries'
+/// attention over all s keys (4·T·s·d/tp, so the attention FLOPs divide by cp too), its
+/// activations (layer_activation_bytes at sequence s/cp; flash attention only), and each
+/// layer's key/value exchange that the attention does not hide (cp_exposed_seconds) in
+/// tp_forward_s and tp_input_backward_s (the forward's again in I under recomputation).
+/// Parameters are replicated over cp: ZeRO shards and the simulator reduces gradients over dp·cp.
 ///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the
@@ -207,25 +217,25 @@ class CostModel {
   /// precisions): fp32 = 4 + 4 + 8 (Adam m and v) = 16 bytes per parameter; bf16 with fp32
   /// gradients (the default) = 2 + 4 + 12 (fp32 master weights, m and v) = 18, Megatron-LM's
   /// figure; bf16 with bf16 gradients = 16, ZeRO's (Rajbhandari et al. 2020, §3.1). Sharded over
-  /// dp by layout.zero and moved to the host by layout.offload. At precision fp8, plus
+  /// dp·cp by layout.zero and moved to the host by layout.offload. At precision fp8, plus
   /// fp8_weight_bytes(s).
   double static_memory_bytes(int s) const;
   /// Bytes per GPU of the fp8 copies of stage `s`'s layer linear weights (precision fp8, else 0):
   /// num_layers · Wm / tp weights (Wm with layout.copies' duplicates) · 2 · (1 + σ), a row-wise
   /// and a column-wise copy with their scales (fp8_copies_bytes_per_element for weights),
   /// which Transformer Engine keeps from the first microbatch's cast to the step's end; sharded
-  /// over dp with layout.zero = 3, as the weights they are cast from.
+  /// over dp·cp with layout.zero = 3, as the weights they are cast from.
   double fp8_weight_bytes(int s) const;
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
   /// the whole params / tp at bytes_per_element() with layout.zero3_gather stage, the two
-  /// largest units (gathered_unit_params) with layer. The 1/dp shard that static_memory_bytes
+  /// largest units (gathered_unit_params) with layer. The 1/(dp·cp) shard that static_memory_bytes
   /// counts stays allocated beside them, as PyTorch FSDP's sharded and unsharded flat parameters
   /// do.
   double gathered_weight_bytes(int s) const;
-  /// Bytes per GPU of stage `s`'s gradients beyond its 1/dp shard while ZeRO 2 or 3 holds them
+  /// Bytes per GPU of stage `s`'s gradients beyond its 1/(dp·cp) shard while ZeRO 2 or 3 holds them
   /// unreduced (the first backward to its REDUCE_GRAD): params / tp · grad_bytes_per_element() ·
-  /// (1 - 1/dp), of gathered_unit_params with zero 3 and zero3_gather layer (each layer's
+  /// (1 - 1/(dp·cp)), of gathered_unit_params with zero 3 and zero3_gather layer (each layer's
   /// gradients are reduce-scattered as its backward ends, so about two layers' are held).
   double gathered_gradient_bytes(int s) const;
   /// Parameters of stage `s`'s two largest gather units under zero3_gather layer: the running
@@ -255,7 +265,8 @@ class CostModel {
   /// grouped-query attention it is NVIDIA's Llama 3 count, 12·L·d²·(1 + kv/a + s/d) + 18·L·f·d +
   /// 6·V·d (dgxc-benchmarking llama3.1/README_8b.md), plus 6 per norm weight.
   double model_flops_per_token() const;
-  /// b · s.
+  /// Tokens of a microbatch that one GPU processes, b · s / cp (b · s without context
+  /// parallelism).
   double tokens_per_microbatch() const;
   /// Bytes of a weight or activation element at the training precision: 4 (fp32), 2 (bf16).
   double bytes_per_element() const { return bytes_per_element_; }

@@ -23,7 +23,8 @@ double memory_bound_seconds(const DeviceDescription& device, double bytes) {
 }
 
 double attention_flops(const AttentionCore& core) {
-  const double forward = 4 * core.batch_heads * core.seq_len * core.seq_len * core.head_dim;
+  const double keys = core.key_len > 0 ? core.key_len : core.seq_len;
+  const double forward = 4 * core.batch_heads * core.seq_len * keys * core.head_dim;
   if (!core.backward) return forward;
   return core.kind == Attention::Flash ? 2.5 * forward : 2 * forward;
 }

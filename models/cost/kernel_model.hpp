@@ -37,15 +37,19 @@ double memory_bound_seconds(const DeviceDescription& device, double bytes);
 /// gradients of Q, K and V; attention has no weights).
 struct AttentionCore {
   double batch_heads = 0;  ///< independent (sequence, head) pairs on the GPU: b·a/tp
-  double seq_len = 0;      ///< s, query and key positions
-  double head_dim = 0;     ///< dh = d/a
+  double seq_len = 0;      ///< s, query positions (and key positions unless key_len is set)
+  /// Key positions when they differ from the queries': the whole sequence s where context
+  /// parallelism gives the GPU s/cp queries; 0 = seq_len.
+  double key_len = 0;
+  double head_dim = 0;  ///< dh = d/a
   Attention kind = Attention::Flash;
   bool dropout = false;   ///< dropout on the attention probabilities (gpt2)
   bool backward = false;  ///< the backward instead of the forward
 };
 
-/// FLOPs the kernels of `core` execute. Forward: QKᵀ and AV, 2·s²·dh each per pair, 4·B·s²·dh
-/// with B = batch_heads, counted in full (no causal halving) as CostModel does. Eager backward:
+/// FLOPs the kernels of `core` execute. Forward: QKᵀ and AV, 2·s·sk·dh each per pair (sk =
+/// key_len, else s), 4·B·s·sk·dh with B = batch_heads, counted in full (no causal halving) as
+/// CostModel does. Eager backward:
 /// dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K and dK = dSᵀ·Q, twice the forward. Flash backward also
 /// recomputes QKᵀ, 2.5 times the forward: the count that FlashAttention-2's backward throughput
 /// (and so attention_backward_efficiency) is measured in (Dao 2023, section 4.1).

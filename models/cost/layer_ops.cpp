@@ -85,9 +85,11 @@ std::vector<Op> ops_of(const std::vector<Step>& steps, Pass pass) {
 
 /// The dimensions the op lists are built from, as doubles (products overflow int).
 struct Dims {
-  double T = 0;   ///< tokens per microbatch, b·s
-  double Tn = 0;  ///< tokens of the norms, dropout and residual adds: T, or T/tp
-  double s = 0, d = 0, f = 0, V = 0, a = 0, b = 0, tp = 1, e = 4;
+  double T = 0;     ///< tokens per microbatch on the GPU, b·s/cp
+  double Tn = 0;    ///< tokens of the norms, dropout and residual adds: T, or T/tp
+  double s = 0;     ///< query positions per sequence on the GPU, s/cp
+  double keys = 0;  ///< key positions each query attends over, s
+  double d = 0, f = 0, V = 0, a = 0, b = 0, tp = 1, e = 4;
   double q_width = 0;   ///< query columns per GPU, (a/tp)·hd
   double kv_width = 0;  ///< key (and value) columns per GPU, max(1, kv/tp)·hd
   bool fp8 = false;     ///< the linear GEMMs take fp8 operands (training.precision fp8)
@@ -99,7 +101,8 @@ Dims dims_of(const ModelSpec& model, const LayoutSpec& layout, Precision precisi
              Fp8Recipe recipe = Fp8Recipe::Delayed) {
   Dims x;
   x.b = layout.micro_batch_size;
-  x.s = model.seq_len;
+  x.keys = model.seq_len;
+  x.s = x.keys / layout.cp;
   x.T = x.b * x.s;
   x.tp = layout.tp;
   x.Tn = layout.sequence_parallel ? x.T / x.tp : x.T;
@@ -149,6 +152,7 @@ std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
   AttentionCore core;
   core.batch_heads = x.b * x.a / x.tp;
   core.seq_len = x.s;
+  core.key_len = x.keys;
   core.head_dim = x.d / x.a;
   core.kind = model.attention;
   core.dropout = !llama;

@@ -3,8 +3,9 @@
 // compute model (models/cost/kernel_model.hpp). Tensor-parallel communication (the all-reduces, or
 // the all-gathers and reduce-scatters of sequence parallelism) is not included here.
 //
-// Notation as in models/cost/cost_model.hpp, per microbatch and per GPU: T = b·s tokens (b =
-// layout.micro_batch_size, s = model.seq_len), d = d_model, f = ffn_hidden, V = vocab_size,
+// Notation as in models/cost/cost_model.hpp, per microbatch and per GPU: T = b·s/cp tokens (b =
+// layout.micro_batch_size, s = model.seq_len, cp = layout.cp; a context-parallel GPU's attention
+// takes its s/cp queries over all s keys), d = d_model, f = ffn_hidden, V = vocab_size,
 // a = n_heads, hd = d/a, tp = layout.tp, e = bytes per element at the training precision; per
 // GPU, q = (a/tp)·hd query columns and c = kv'·hd key (and as many value) columns, kv' =
 // max(1, n_kv_heads/tp) key/value heads (models/cost/attention_split.hpp; c = d/tp for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/cost/group_links.hpp"
 #include "models/cost/parallel_memory.hpp"
 
 namespace dtwin {
@@ -34,15 +35,7 @@ double moe_all_to_all_bytes(const ModelSpec& model, const LayoutSpec& layout,
 
 double moe_all_to_all_seconds(const Scenario& scenario, double bytes) {
   const LayoutSpec& l = scenario.layout;
-  const ClusterSpec& c = scenario.cluster;
-  if (l.ep == 1) return 0;
-  const int node = c.devices_per_node * c.ranks_per_device;
-  const int peers = l.ep - 1;
-  const int near = std::min(l.ep, std::max(1, node / l.expert_tp())) - 1;
-  const double intra = bytes * near / peers / c.intra_node.bandwidth;
-  if (near == peers) return c.intra_node.latency + intra;
-  const double inter = bytes * (peers - near) / peers * node / c.inter_node.bandwidth;
-  return std::max(c.intra_node.latency, c.inter_node.latency) + std::max(intra, inter);
+  return group_all_to_all_seconds(scenario.cluster, l.ep, l.expert_tp(), bytes);
 }
 
 double expert_params(const MoeSpec& moe, int d_model) {

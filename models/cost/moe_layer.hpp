@@ -46,10 +46,8 @@ double moe_all_to_all_bytes(const ModelSpec& model, const LayoutSpec& layout,
 
 /// Seconds of one such all-to-all with the expert-parallel group placed by the folded rank order
 /// (scenario.hpp's LayoutSpec: the group is ep GPUs at stride etp inside ep·etp consecutive
-/// GPUs): of its ep − 1 peers, p = min(ep, G/etp) − 1 share the GPU's node (G = GPUs per node),
-/// their share of `bytes` crossing the intra-node link and the rest the node's inter-node link,
-/// which the node's G GPUs share: α + max(bytes·p/(ep−1) / β_intra, bytes·(ep−1−p)/(ep−1) · G /
-/// β_inter), α the latency of the slowest link used. 0 when ep = 1.
+/// GPUs): group_all_to_all_seconds (models/cost/group_links.hpp) of ep members etp apart; 0 when
+/// ep = 1.
 double moe_all_to_all_seconds(const Scenario& scenario, double bytes);
 
 /// Routed expert weights of one MoE layer: E·3·d·fe.

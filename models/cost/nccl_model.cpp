@@ -135,8 +135,8 @@ bool nccl_collectives(const Scenario& scenario) {
 }
 
 int dp_group_nodes(const LayoutSpec& layout, int gpus_per_node) {
-  const int span = layout.dp * layout.tp;
-  return std::min(layout.dp, std::max(1, (span + gpus_per_node - 1) / gpus_per_node));
+  const int span = layout.dp_cp() * layout.tp;
+  return std::min(layout.dp_cp(), std::max(1, (span + gpus_per_node - 1) / gpus_per_node));
 }
 
 }  // namespace dtwin

@@ -70,9 +70,9 @@ NcclTime nccl_collective(NcclCollective collective, double bytes, const NcclGrou
 /// Otherwise collectives are rings over the scenario's links (latency α per step).
 bool nccl_collectives(const Scenario& scenario);
 
-/// The nodes a data-parallel group of `layout.dp` GPUs spans when the tensor-parallel groups
-/// (tp consecutive GPUs) of its members are dp · tp consecutive GPUs, `gpus_per_node` to a node
-/// (Megatron-LM's rank order): ⌈dp · tp / gpus_per_node⌉, at most dp.
+/// The nodes a data-parallel group of n = dp·cp GPUs (layout.dp_cp()) spans when the
+/// tensor-parallel groups (tp consecutive GPUs) of its members are n · tp consecutive GPUs,
+/// `gpus_per_node` to a node (Megatron-LM's rank order): ⌈n · tp / gpus_per_node⌉, at most n.
 int dp_group_nodes(const LayoutSpec& layout, int gpus_per_node);
 
 }  // namespace dtwin

@@ -9,7 +9,7 @@ namespace dtwin {
 
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
-  return {spec.dp,           spec.pp,           spec.virtual_stages,
+  return {spec.dp_cp(),      spec.pp,           spec.virtual_stages,
           spec.microbatches, spec.dp_sync,      spec.zero,
           spec.tp,           spec.zero3_gather, sched::requirements(spec.schedule).placement};
 }

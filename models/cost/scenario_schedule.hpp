@@ -10,7 +10,9 @@ namespace dtwin {
 class CostModel;
 
 /// The schedule layout of a scenario (dp, pp, virtual stages, microbatches, DP sync, ZeRO stage,
-/// its schedule's stage placement).
+/// its schedule's stage placement). Its dp is the scenario's dp·cp: the cp GPUs of a replica run
+/// the same actions on their parts of each sequence and reduce gradients together, so the
+/// schedule's replica index is dp_index·cp + cp_index (LayoutSpec's GPU order).
 sched::Layout schedule_layout(const Scenario& scenario);
 
 /// The pass times the zero-bubble heuristics (ZB-1p, ZB-2p) order passes by: F, I (its

@@ -53,11 +53,11 @@ StageSeconds stage_seconds(const Scenario& scenario, const StageCost& c) {
   return t;
 }
 
-// The link a data-parallel group of tp·dp GPUs crosses.
+// The link a data-parallel group of tp·dp·cp GPUs crosses.
 const LinkSpec& dp_link(const Scenario& scenario) {
   const ClusterSpec& c = scenario.cluster;
   const LayoutSpec& l = scenario.layout;
-  return l.tp * l.dp <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
+  return l.tp * l.dp_cp() <= c.devices_per_node * c.ranks_per_device ? c.intra_node : c.inter_node;
 }
 
 // Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`: an
@@ -68,7 +68,8 @@ const LinkSpec& dp_link(const Scenario& scenario) {
 double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
                   double bucket_bytes) {
   const LayoutSpec& l = scenario.layout;
-  if (l.dp == 1) return 0;
+  const int n = l.dp_cp();  // the gradients' group
+  if (n == 1) return 0;
   const LinkSpec& link = dp_link(scenario);
   // ZeRO-3 also gathers the weights for B: (2 gathers + 1 reduce-scatter) / 2 per step with
   // zero3_gather stage, per microbatch with layer (counted exposed: an upper bound).
@@ -77,10 +78,10 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const double exposed =
       l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
   if (!nccl_collectives(scenario))
-    return zero3 * (ring_half_seconds(exposed, l.dp, link.bandwidth, link.latency) +
-                    ring_half_seconds(exposed * gather, l.dp, link.bandwidth, link.latency));
+    return zero3 * (ring_half_seconds(exposed, n, link.bandwidth, link.latency) +
+                    ring_half_seconds(exposed * gather, n, link.bandwidth, link.latency));
   const ClusterSpec& c = scenario.cluster;
-  const NcclGroup group{l.dp, dp_group_nodes(l, c.devices_per_node * c.ranks_per_device)};
+  const NcclGroup group{n, dp_group_nodes(l, c.devices_per_node * c.ranks_per_device)};
   const auto seconds = [&](NcclCollective collective, double bytes) {
     return nccl_collective(collective, bytes, group, link.bandwidth).seconds;
   };
@@ -115,7 +116,7 @@ double bubble_microbatches(const LayoutSpec& l) {
 
 sched::Schedule memory_proxy(const LayoutSpec& l, const sched::PassTimes& times) {
   const sched::Layout layout{
-      std::min(l.dp, 2), l.pp, l.virtual_stages, l.microbatches, l.dp_sync, l.zero, 1,
+      std::min(l.dp_cp(), 2), l.pp, l.virtual_stages, l.microbatches, l.dp_sync, l.zero, 1,
       l.zero3_gather};
   return sched::lower(sched::generate(l.schedule, layout, times));
 }
@@ -154,9 +155,9 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
   // Ranks that share a device's cores cannot together run faster than the cores allow.
   e.pipeline_s = std::max(m * slowest + e.bubble_s, m * slowest * oversubscription(scenario));
 
-  // Neighbouring pipeline ranks are dp·tp GPUs apart (Megatron's rank order).
+  // Neighbouring pipeline ranks are dp·cp·tp GPUs apart (Megatron's rank order).
   const ClusterSpec& cluster = scenario.cluster;
-  const LinkSpec& p2p = l.dp * l.tp < cluster.devices_per_node * cluster.ranks_per_device
+  const LinkSpec& p2p = l.dp_cp() * l.tp < cluster.devices_per_node * cluster.ranks_per_device
                             ? cluster.intra_node
                             : cluster.inter_node;
   // The warm-up and cool-down cross every stage boundary of the pipeline once each way.

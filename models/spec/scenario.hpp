@@ -66,10 +66,17 @@ struct LayoutSpec {
   int dp = 1;  ///< data-parallel replicas
   int pp = 1;  ///< pipeline ranks per replica
   int tp = 1;  ///< tensor-parallel degree (Megatron-LM's column/row split)
+  /// Context parallelism: each sequence split over cp GPUs, each holding seq_len/cp of its
+  /// tokens (2 chunks of seq_len/(2·cp) under p2p and all_gather) and exchanging keys and values
+  /// by cp_comm_type. GPUs are numbered tp innermost, then cp, then dp, then pp (Megatron-Core's
+  /// order): GPU = ((pipeline_rank·dp + dp_index)·cp + cp_index)·tp + tp_index. Parameters are
+  /// replicated over the cp GPUs, so gradients are reduced (and ZeRO shards) over dp·cp.
+  int cp = 1;
+  CpCommType cp_comm_type = CpCommType::P2p;
   /// Expert parallelism, folded as Megatron-Core's "MoE parallel folding" (Liu et al. 2025): the
-  /// MoE layers re-partition a stage's dp·tp GPUs as etp × ep × edp (expert-tensor index
+  /// MoE layers re-partition a stage's dp·cp·tp GPUs as etp × ep × edp (expert-tensor index
   /// innermost, then expert-parallel index, then expert-data-parallel index, all in the order of
-  /// the dense layers' GPU numbering g mod dp·tp), edp = dp·tp / (ep·etp).
+  /// the dense layers' GPU numbering g mod dp·cp·tp), edp = dp·cp·tp / (ep·etp).
   int ep = 1;                ///< expert-parallel degree: num_experts / ep experts per GPU
   int etp = 0;               ///< expert tensor parallelism; 0 = tp (Megatron-LM's default)
   int microbatches = 1;      ///< microbatches per step per replica
@@ -91,17 +98,21 @@ struct LayoutSpec {
   bool overlap_param_gather = false;  ///< prefetch ZeRO parameter all-gathers under compute
   Offload offload = Offload::None;
   int expert_tp() const { return etp > 0 ? etp : tp; }
-  /// The expert data-parallel group: the replicas of one expert shard, dp·tp / (ep·etp).
-  int expert_dp() const { return dp * tp / (ep * expert_tp()); }
+  /// The expert data-parallel group: the replicas of one expert shard, dp·cp·tp / (ep·etp).
+  int expert_dp() const { return dp_cp() * tp / (ep * expert_tp()); }
+  /// The GPUs of one tensor-parallel rank that hold the same parameters, dp·cp: the group that
+  /// reduces gradients and over which ZeRO shards (Megatron-Core's data-parallel group with
+  /// context parallelism; torchtitan's FSDP mesh dp_shard·cp).
+  int dp_cp() const { return dp * cp; }
   /// True where ZeRO-3 gathers per layer on a data-parallel group (zero 3, zero3_gather layer,
-  /// dp > 1): each pass gathers its layers, each microbatch's gradients are reduce-scattered.
+  /// dp·cp > 1): each pass gathers its layers, each microbatch's gradients are reduce-scattered.
   bool gathers_layers() const {
-    return zero == 3 && zero3_gather == sched::Zero3Gather::Layer && dp > 1;
+    return zero == 3 && zero3_gather == sched::Zero3Gather::Layer && dp_cp() > 1;
   }
   /// True where the gradients are reduced in buckets during the last backward
-  /// (overlap_grad_reduce with more than one replica), not by the ALLREDUCE or REDUCE_GRAD;
-  /// never under gathers_layers, which reduces each layer's as its backward ends.
-  bool gradient_buckets() const { return overlap_grad_reduce && dp > 1 && !gathers_layers(); }
+  /// (overlap_grad_reduce with dp·cp > 1), not by the ALLREDUCE or REDUCE_GRAD; never under
+  /// gathers_layers, which reduces each layer's as its backward ends.
+  bool gradient_buckets() const { return overlap_grad_reduce && dp_cp() > 1 && !gathers_layers(); }
 };
 
 struct TrainingSpec {
@@ -168,7 +179,7 @@ struct Scenario {
   ClusterSpec cluster;
   RuntimeSpec runtime;
 
-  int world_size() const { return layout.dp * layout.pp * layout.tp; }
+  int world_size() const { return layout.dp * layout.cp * layout.pp * layout.tp; }
 };
 
 }  // namespace dtwin

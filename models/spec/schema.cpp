@@ -256,7 +256,7 @@ std::vector<FieldSpec> make_fields() {
                         kRouterNames, &S::model, &M::moe, &E::router));
 
   f.push_back(section("layout", true,
-                      "how ranks split the model and the batch: world size = dp·pp·tp ranks"));
+                      "how ranks split the model and the batch: world size = dp·cp·pp·tp ranks"));
   f.push_back(bind(integer("layout.dp", true, 1, "data-parallel replicas", "",
                            "parallelism.data_parallel_replicate_degree"),
                    &S::layout, &L::dp));
@@ -268,9 +268,20 @@ std::vector<FieldSpec> make_fields() {
       bind(integer("layout.tp", false, 1, "tensor-parallel degree (Megatron-LM's column/row split)",
                    "--tensor-model-parallel-size", "parallelism.tensor_parallel_degree"),
            &S::layout, &L::tp));
+  f.push_back(bind(integer("layout.cp", false, 1,
+                           "context-parallel degree: each sequence split over cp GPUs (tp "
+                           "innermost, then cp, then dp, then pp); needs flash attention",
+                           "--context-parallel-size", "parallelism.context_parallel_degree"),
+                   &S::layout, &L::cp));
+  f.push_back(bind_enum(choice("layout.cp_comm_type", false,
+                               "how a context-parallel group exchanges keys and values: p2p ring "
+                               "overlapped with attention, all_gather, or a2a (DeepSpeed-Ulysses)",
+                               "--cp-comm-type (allgather for all_gather)",
+                               "parallelism.context_parallel_rotate_method"),
+                        kCpCommTypeNames, &S::layout, &L::cp_comm_type));
   f.push_back(bind(integer("layout.ep", false, 1,
                            "expert-parallel degree, dividing model.moe.num_experts; ep · etp "
-                           "divides dp · tp (MoE parallel folding)",
+                           "divides dp · cp · tp (MoE parallel folding)",
                            "--expert-model-parallel-size", "parallelism.expert_parallel_degree"),
                    &S::layout, &L::ep));
   f.push_back(bind(
@@ -342,7 +353,7 @@ std::vector<FieldSpec> make_fields() {
                    &S::layout, &L::overlap_grad_reduce));
   f.push_back(bind(noted(quantity("layout.bucket_size", false, Quantity::Bytes, true,
                                   "bytes per gradient bucket", "--ddp-bucket-size (in parameters)"),
-                         "Megatron-LM's: max(4e7, 1e6·dp) parameters"),
+                         "Megatron-LM's: max(4e7, 1e6·dp·cp) parameters"),
                    &S::layout, &L::bucket_size));
   f.push_back(bind(flag("layout.overlap_param_gather",
                         "prefetch ZeRO parameter all-gathers under compute; needs zero > 0",

@@ -1,7 +1,8 @@
 // The scenario's settings that take one of a few named values (model.family, model.moe.router,
-// model.attention, layout.recompute, layout.offload, training.precision, cluster.device.kind,
-// cluster.topology, runtime.backend, runtime.device), each with its one table of names. The
-// schedule vocabulary (layout.schedule, layout.dp_sync) lives in schedules/schedule.hpp.
+// model.attention, layout.recompute, layout.offload, layout.cp_comm_type, training.precision,
+// cluster.device.kind, cluster.topology, runtime.backend, runtime.device), each with its one table
+// of names. The schedule vocabulary (layout.schedule, layout.dp_sync) lives in
+// schedules/schedule.hpp.
 #pragma once
 
 #include "base/name_table.hpp"
@@ -69,6 +70,21 @@ inline constexpr NameTable<Fp8Recipe, 4> kFp8RecipeNames{{{{"delayed", Fp8Recipe
                                                            {"tensorwise", Fp8Recipe::Tensorwise},
                                                            {"blockwise", Fp8Recipe::Blockwise},
                                                            {"mxfp8", Fp8Recipe::Mxfp8}}}};
+
+/// layout.cp_comm_type: how the ranks of a context-parallel group (layout.cp) exchange keys and
+/// values for attention (Megatron-Core's --cp-comm-type: p2p, allgather, a2a):
+///  - p2p: a ring (Liu et al. 2023, "Ring Attention"; Transformer Engine's
+///    AttnFuncWithCPAndKVP2P): cp − 1 steps, each sending the rank's current key/value chunk to the
+///    next while attending to the one it holds, so the exchange overlaps the attention; the
+///    sequence is cut into 2·cp chunks, rank c holding chunks c and 2·cp − 1 − c to balance the
+///    causal mask's work;
+///  - all_gather: the key/value chunks all-gathered before the attention (and their gradients
+///    reduce-scattered after its backward), not overlapped;
+///  - a2a: DeepSpeed-Ulysses (Jacobs et al. 2023): all-to-alls that turn sequence shards into head
+///    shards before the attention (q, k, v) and back after it (the output), not overlapped.
+enum class CpCommType { P2p, AllGather, A2a };
+inline constexpr NameTable<CpCommType, 3> kCpCommTypeNames{
+    {{{"p2p", CpCommType::P2p}, {"all_gather", CpCommType::AllGather}, {"a2a", CpCommType::A2a}}}};
 
 /// cluster.device.kind: what the simulated hosts stand for.
 enum class DeviceKind { Cpu, Gpu };

@@ -46,7 +46,7 @@ StagePartition::StagePartition(const Scenario& scenario) {
   const LayoutSpec& l = scenario.layout;
   bucket_params = l.bucket_size > 0
                       ? l.bucket_size / element_bytes(scenario.training.grad_precision)
-                      : std::max(4e7, 1e6 * l.dp);
+                      : std::max(4e7, 1e6 * l.dp_cp());  // Megatron-Core: its dp_cp group
 }
 
 const StageLayers& StagePartition::stage(int s) const {

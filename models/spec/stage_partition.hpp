@@ -34,7 +34,7 @@ struct StagePartition {
   /// the layout.stage_layers list, or n_layers / stages layers each.
   std::vector<StageLayers> stages;
   /// Gradients per data-parallel bucket, in parameters: layout.bucket_size bytes at the gradient
-  /// precision's element size, or by default Megatron-LM's max(4e7, 1e6·dp) (its
+  /// precision's element size, or by default Megatron-LM's max(4e7, 1e6·dp·cp) (its
   /// DistributedDataParallel bucket rule).
   double bucket_params = 0;
 

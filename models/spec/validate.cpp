@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "models/spec/schema.hpp"
@@ -129,8 +130,46 @@ void check_tensor_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<
                    "its all-gathers and reduce-scatters)"});
 }
 
-/// Mixture of experts (model.moe) and expert parallelism, folded as Megatron-Core does: the
-/// MoE layers re-partition a stage's dp·tp GPUs as etp × ep × edp, so ep · etp divides dp · tp.
+/// Context parallelism (layout.cp): each GPU holds seq_len/cp tokens of every sequence, in 2
+/// load-balanced chunks under p2p and all_gather (Megatron-Core asserts seq_len % (2·cp) == 0),
+/// split again over tp under sequence parallelism; a2a (Ulysses) moves whole heads, so each GPU's
+/// query and key/value heads divide among the cp GPUs. Megatron-Core runs it on Transformer
+/// Engine's fused (flash) attention only.
+void check_context_parallel(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
+  if (l.cp == 1) {
+    if (l.cp_comm_type != CpCommType::P2p)
+      out.push_back({{"layout.cp_comm_type"}, "p2p (the default) unless layout.cp > 1"});
+    return;
+  }
+  if (m.attention != Attention::Flash)
+    out.push_back({{"model.attention", "layout.cp"},
+                   "flash with layout.cp > 1 (context parallelism runs on fused attention)"});
+  const bool chunked = l.cp_comm_type != CpCommType::A2a;
+  const int pieces = chunked ? 2 * l.cp : l.cp;
+  if (m.seq_len % pieces != 0)
+    out.push_back(
+        {{"model.seq_len", "layout.cp"},
+         fmt::format("model.seq_len ({}) to be a multiple of {} ({} chunks of a sequence over "
+                     "layout.cp = {})",
+                     m.seq_len, chunked ? "2 · layout.cp" : "layout.cp", pieces, l.cp)});
+  else if (l.sequence_parallel && (m.seq_len / l.cp) % l.tp != 0)
+    out.push_back({{"model.seq_len", "layout.cp", "layout.tp"},
+                   fmt::format("model.seq_len / layout.cp ({}) to be a multiple of layout.tp ({}) "
+                               "with sequence parallelism",
+                               m.seq_len / l.cp, l.tp)});
+  if (l.cp_comm_type == CpCommType::A2a && l.tp > 0 && m.n_heads % l.tp == 0) {
+    const int heads = m.n_heads / l.tp, kv = std::max(1, m.kv_heads() / l.tp);
+    if (heads % l.cp != 0 || kv % l.cp != 0)
+      out.push_back({{"layout.cp", "model.n_heads", "model.n_kv_heads"},
+                     fmt::format("layout.cp ({}) to divide the query heads ({}) and key/value "
+                                 "heads ({}) of a GPU with cp_comm_type a2a (Ulysses gives each "
+                                 "GPU whole heads)",
+                                 l.cp, heads, kv)});
+  }
+}
+
+/// Mixture of experts (model.moe) and expert parallelism, folded as Megatron-Core does: the MoE
+/// layers re-partition a stage's dp·cp·tp GPUs as etp × ep × edp, so ep · etp divides dp·cp·tp.
 void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
   const MoeSpec& e = m.moe;
   if (!e.enabled()) {
@@ -153,11 +192,12 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
         {{"layout.ep", "model.moe.num_experts"},
          fmt::format("layout.ep ({}) to divide model.moe.num_experts ({})", l.ep, e.num_experts)});
   const int etp = l.expert_tp();
-  if ((l.dp * l.tp) % (l.ep * etp) != 0)
-    out.push_back({{"layout.ep", "layout.etp", "layout.dp", "layout.tp"},
-                   fmt::format("layout.ep · layout.etp ({} · {}) to divide layout.dp · layout.tp "
-                               "({} · {}) (the MoE layers re-partition a stage's dp·tp GPUs)",
-                               l.ep, etp, l.dp, l.tp)});
+  if ((l.dp_cp() * l.tp) % (l.ep * etp) != 0)
+    out.push_back({{"layout.ep", "layout.etp", "layout.dp", "layout.cp", "layout.tp"},
+                   fmt::format("layout.ep · layout.etp ({} · {}) to divide layout.dp · layout.cp · "
+                               "layout.tp ({} · {} · {}) (the MoE layers re-partition a stage's "
+                               "dp·cp·tp GPUs)",
+                               l.ep, etp, l.dp, l.cp, l.tp)});
   if (e.expert_ffn_hidden % etp != 0)
     out.push_back({{"layout.etp", "model.moe.expert_ffn_hidden"},
                    fmt::format("model.moe.expert_ffn_hidden ({}) to be a multiple of the expert "
@@ -183,10 +223,10 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
 }
 
 void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
-  if (l.zero > 0 && l.dp == 1)
-    out.push_back(
-        {{"layout.zero", "layout.dp"},
-         "layout.zero = 0 with layout.dp = 1 (ZeRO shards over the data-parallel group)"});
+  if (l.zero > 0 && l.dp_cp() == 1)
+    out.push_back({{"layout.zero", "layout.dp"},
+                   "layout.zero = 0 with layout.dp · layout.cp = 1 (ZeRO shards over the "
+                   "data-parallel group)"});
   if (l.zero > 0 && l.dp_sync != sched::DpSync::AllReduce)
     out.push_back({{"layout.dp_sync"}, "all-reduce when layout.zero > 0"});
   if (l.overlap_grad_reduce && l.dp_sync != sched::DpSync::AllReduce)
@@ -239,9 +279,9 @@ void check_cluster(const Scenario& sc, std::vector<Violation>& out) {
                                c.nodes, c.nodes_per_switch)});
   const long long slots = 1LL * c.nodes * c.devices_per_node * c.ranks_per_device;
   if (sc.world_size() != slots)
-    out.push_back({{"layout.dp", "layout.pp", "layout.tp", "cluster.nodes",
+    out.push_back({{"layout.dp", "layout.cp", "layout.pp", "layout.tp", "cluster.nodes",
                     "cluster.devices_per_node", "cluster.ranks_per_device"},
-                   fmt::format("dp*pp*tp = {} ranks to match "
+                   fmt::format("dp*cp*pp*tp = {} ranks to match "
                                "nodes*devices_per_node*ranks_per_device = {}",
                                sc.world_size(), slots)});
 }
@@ -261,6 +301,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_model(sc.model, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
+  check_context_parallel(sc.model, sc.layout, out);
   check_experts(sc.model, sc.layout, out);
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
