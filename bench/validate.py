@@ -15,6 +15,10 @@ with flops one of
                      parameter of the LLaMA, embedding included, as torchtitan counted it when
                      docs/performance.md was written; N = l·(2h² + 2h·kv·h/a + 3h·f + 2h) + 2Vh + h
                      with kv = n_kv_heads, a = n_heads, f = ffn_hidden: grouped-query attention)
+  nemo-moe           B·s·(12·l·h²·(1 + g/a + s/2h) + 18·l·fe·h·k + 6·V·h)  (the model flops of
+                     NVIDIA's DGX Cloud MoE recipes, grok1/README.md's Notes: g = n_kv_heads,
+                     a = n_heads, fe = the experts' FFN width, k = top_k; every layer counted as a
+                     MoE layer, the router left out)
 
 Usage: python3 bench/validate.py [path/to/dtwin [scenario.yaml ...]] (default: validation/*.yaml)
 """
@@ -40,7 +44,7 @@ def header(path):
                     fields[key] = value
             for key in ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_hidden", "vocab_size",
                         "seq_len", "dp", "microbatches", "micro_batch_size", "nodes",
-                        "devices_per_node"):
+                        "devices_per_node", "expert_ffn_hidden", "top_k"):
                 stripped = line.strip()
                 if stripped.startswith(key + ":"):
                     dims[key] = int(stripped.split(":")[1].split("#")[0])
@@ -60,6 +64,10 @@ def step_flops(formula, d):
         kv = d.get("n_kv_heads", a)
         N = l * (2 * h * h + 2 * h * kv * (h // a) + 3 * h * f + 2 * h) + 2 * V * h + h
         return B * s * (6 * N + 12 * l * h * s)
+    if formula == "nemo-moe":
+        g, a, fe, k = d["n_kv_heads"], d["n_heads"], d["expert_ffn_hidden"], d["top_k"]
+        return B * s * (12 * l * h * h * (1 + g / a + s / (2 * h)) + 18 * l * fe * h * k
+                        + 6 * V * h)
     sys.exit(f"unknown FLOP formula '{formula}'")
 
 
