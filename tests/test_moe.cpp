@@ -109,6 +109,20 @@ TEST_CASE("All-to-all bytes per MoE layer: dispatch or combine, imbalance and ca
   CHECK(dtwin::moe_all_to_all_bytes(local.model, local.layout, T, 2) == 0);
 }
 
+TEST_CASE("Expert tensor parallelism gathers and reduce-scatters the routed copies over etp",
+          "[cost][moe]") {
+  const double T = 4096;
+  // tp 2, etp 2: each GPU's 2048 tokens, top 2, gathered from 2 GPUs: 8192 copies of d 4096, bf16
+  const Scenario etp2 = mixtral(8, 2, 8, {"layout.etp=2"});
+  CHECK(dtwin::moe_expert_tp_bytes(etp2.model, etp2.layout, T, 2) == 2048.0 * 2 * 2 * 4096 * 2);
+  const Scenario etp1 = mixtral(8, 2, 8, {"layout.etp=1"});
+  CHECK(dtwin::moe_expert_tp_bytes(etp1.model, etp1.layout, T, 2) == 0);
+  // the same stage with and without those collectives: only etp 2 pays them (its all-to-all
+  // crosses as many nodes: one device here)
+  CHECK(dtwin::CostModel(etp2).stage(0).tp_forward_s >
+        dtwin::CostModel(etp1).stage(0).tp_forward_s);
+}
+
 TEST_CASE("All-to-all seconds: intra-node group, or the node link shared by its GPUs",
           "[cost][moe]") {
   Scenario sc = mixtral(8, 1, 8);
@@ -228,12 +242,20 @@ TEST_CASE("The cost model charges MoE stages: FLOPs, all-to-alls, parameters, me
   CHECK(c.forward_flops == Approx(cd.forward_flops + 29 * (moe_ffn - dense_mlp_flops)));
   CHECK(c.weight_backward_flops ==
         Approx(cd.weight_backward_flops + 29 * (moe_ffn - dense_mlp_flops)));
-  // 2 all-to-alls per MoE layer in F, 2 in I (no recomputation here)
+  // 2 all-to-alls per MoE layer in F, 2 in I (no recomputation here); with etp 1 a MoE layer
+  // keeps only the attention's half of a dense layer's tensor-parallel collectives (one dense
+  // layer's: the 32-layer dense stage's less a 31-layer one's)
   const double a2a =
       dtwin::moe_all_to_all_seconds(sc, dtwin::moe_all_to_all_bytes(sc.model, sc.layout, T, 2));
   CHECK(a2a > 0);
-  CHECK(c.tp_forward_s == Approx(cd.tp_forward_s + 29 * 2 * a2a));
-  CHECK(c.tp_input_backward_s == Approx(cd.tp_input_backward_s + 29 * 2 * a2a));
+  Scenario shorter = dense_sc;
+  shorter.model.n_layers = 31;
+  const dtwin::StageCost& c31 = dtwin::CostModel(shorter).stage(0);
+  const double pair_f = cd.tp_forward_s - c31.tp_forward_s;
+  const double pair_i = cd.tp_input_backward_s - c31.tp_input_backward_s;
+  CHECK(pair_f > 0);
+  CHECK(c.tp_forward_s == Approx(cd.tp_forward_s - 29 * pair_f / 2 + 29 * 2 * a2a));
+  CHECK(c.tp_input_backward_s == Approx(cd.tp_input_backward_s - 29 * pair_i / 2 + 29 * 2 * a2a));
   // parameters: 29 dense MLPs replaced by the router and the tensor-parallel group's experts,
   // 2 · 1,409,286,144 / 8 per layer
   const double experts = dtwin::expert_params_per_gpu(sc.model, sc.layout);

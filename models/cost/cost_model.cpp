@@ -79,15 +79,16 @@ double bytes_per_element_of(Precision precision) {
   return element_bytes(storage_precision(precision));
 }
 
-/// Seconds of one tensor-parallel collective of `bytes` over the tensor-parallel group, on the
-/// intra-node link when the group fits in a node's rank slots (Megatron-LM places it there), else
-/// on the inter-node link. Under NCCL (nccl_collectives) NCCL's time for its fastest algorithm
-/// and protocol (models/cost/nccl_model.hpp): an all-reduce, or with sequence parallelism an
-/// all-gather and a reduce-scatter of the same bytes. Otherwise a ring all-reduce,
-/// 2(t−1)(α + bytes/(t·β)), for both.
-double tp_collective_seconds(const Scenario& scenario, double bytes) {
+/// Seconds of one tensor-parallel collective of `bytes` over a group of `t` consecutive GPUs
+/// (the tensor-parallel group, or the expert tensor-parallel one), on the intra-node link when
+/// the group fits in a node's rank slots (Megatron-LM places it there), else on the inter-node
+/// link. Under NCCL (nccl_collectives) NCCL's time for its fastest algorithm and protocol
+/// (models/cost/nccl_model.hpp): an all-reduce, or with sequence parallelism an all-gather and a
+/// reduce-scatter of the same bytes. Otherwise a ring all-reduce, 2(t−1)(α + bytes/(t·β)), for
+/// both. 0 when t = 1.
+double tp_collective_seconds(const Scenario& scenario, double bytes, int t) {
+  if (t == 1) return 0;
   const ClusterSpec& c = scenario.cluster;
-  const int t = scenario.layout.tp;
   const int node = c.devices_per_node * c.ranks_per_device;
   const LinkSpec& link = t <= node ? c.intra_node : c.inter_node;
   if (!nccl_collectives(scenario))
@@ -295,7 +296,7 @@ CostModel::CostModel(const Scenario& scenario)
   // backward (Narayanan et al. 2021 §3.2); with sequence parallelism all-gathers and
   // reduce-scatters of the same volume and time (Korthikanti et al. 2022 §4.2.2). Full
   // recomputation repeats the forward's 2.
-  const double tp_collective = tp_collective_seconds(scenario, T * d * bpe);
+  const double tp_collective = tp_collective_seconds(scenario, T * d * bpe, l.tp);
   const int recompute_collectives = l.recompute == Recompute::Full ? 2 : 0;
   const auto& device = scenario.cluster.device.description;
   const std::optional<PassSeconds> layer_kernel =
@@ -333,6 +334,15 @@ CostModel::CostModel(const Scenario& scenario)
         overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
   }
   const PassSeconds layer_cp = layer_cp_seconds(scenario, T, bpe);
+  // A MoE layer keeps the attention's pair of collectives (half the dense layer's, overlapped
+  // alike) and replaces the MLP's with the experts' all-gather and reduce-scatter over etp, which
+  // nothing overlaps: once in F, once in I, once more in I under full recomputation.
+  const double expert_tp =
+      moe ? tp_collective_seconds(scenario, moe_expert_tp_bytes(model_, l, T, bpe), l.expert_tp())
+          : 0;
+  const double moe_layer_tp_forward = layer_tp_forward / 2 + expert_tp;
+  const double moe_layer_tp_input_backward =
+      layer_tp_input_backward / 2 + (1 + recompute_collectives / 2) * expert_tp;
 
   for (const StageLayers& layers : partition.stages) {
     StageCost c;
@@ -356,9 +366,12 @@ CostModel::CostModel(const Scenario& scenario)
       c.backward_workspace_bytes = std::max(c.backward_workspace_bytes, moe_recomputed_layer);
     // Each MoE layer's dispatch and combine all-to-alls in F, again on the gradients in I, and
     // once more in I under full recomputation.
-    c.tp_forward_s = L * (layer_tp_forward + layer_cp.forward) + Lm * 2 * all_to_all;
-    c.tp_input_backward_s = L * (layer_tp_input_backward + layer_cp.input_backward) +
-                            Lm * (2 + recompute_collectives) * all_to_all;
+    c.tp_forward_s =
+        Ld * layer_tp_forward + Lm * (moe_layer_tp_forward + 2 * all_to_all) + L * layer_cp.forward;
+    c.tp_input_backward_s =
+        Ld * layer_tp_input_backward +
+        Lm * (moe_layer_tp_input_backward + (2 + recompute_collectives) * all_to_all) +
+        L * layer_cp.input_backward;
     if (l.tp > 1) {
       c.tp_forward_collectives = 2 * c.num_layers;
       c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;

@@ -166,7 +166,10 @@ struct StageCost : StageLayers {
 /// I and W (and in full recomputation), the router, shared expert and the GPU's
 /// expert_params_per_gpu (× tp in params) instead of the MLP's 3·d·f weights, moe_layer_seconds
 /// for its kernels, moe_layer_activation_bytes for its activations, and its dispatch and combine
-/// all-to-alls in tp_forward_s and tp_input_backward_s. Expert states shard over edp under ZeRO
+/// all-to-alls in tp_forward_s and tp_input_backward_s; there its tensor-parallel collectives
+/// are the attention's pair (half a dense layer's, overlapped alike) and the experts' all-gather
+/// and reduce-scatter of moe_expert_tp_bytes over etp, exposed (Transformer Engine's overlap
+/// covers the dense linear layers only). Expert states shard over edp under ZeRO
 /// (static_memory_bytes, the optimizer step); expert gradients stay in gradient_bytes, which the
 /// simulator reduces over dp·cp (not edp: an approximation). model_flops_per_token counts the
 /// active feed-forward weights (moe_active_ffn_params).

@@ -65,6 +65,13 @@ double moe_expert_tokens(const ModelSpec& model, const LayoutSpec& layout,
          model.moe.top_k * layout.expert_tp();
 }
 
+double moe_expert_tp_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                           double tokens_per_microbatch, double bytes_per_element) {
+  if (layout.expert_tp() == 1) return 0;
+  return moe_expert_tokens(model, layout, tokens_per_microbatch) * model.d_model *
+         bytes_per_element;
+}
+
 double moe_ffn_forward_flops(const ModelSpec& model, const LayoutSpec& layout,
                              double tokens_per_microbatch) {
   const MoeSpec& e = model.moe;

@@ -67,6 +67,16 @@ double moe_active_ffn_params(const ModelSpec& model);
 double moe_expert_tokens(const ModelSpec& model, const LayoutSpec& layout,
                          double tokens_per_microbatch);
 
+/// Bytes of one GPU's expert tensor-parallel all-gather (before its experts) or reduce-scatter
+/// (after them) in one MoE layer per microbatch: the routed copies its etp group gathers,
+/// moe_expert_tokens · d · e = ρ·Tg·k·etp·d·e. Megatron-Core's alltoall token dispatcher gathers
+/// over the expert tensor-parallel group the tokens each member received, so that each computes
+/// its 1/etp of every local expert's width for all of them (MoEAlltoAllTokenDispatcher,
+/// gather_from_sequence_parallel_region / reduce_scatter_to_sequence_parallel_region); 0 when
+/// etp = 1.
+double moe_expert_tp_bytes(const ModelSpec& model, const LayoutSpec& layout,
+                           double tokens_per_microbatch, double bytes_per_element);
+
 /// Forward FLOPs of one MoE layer's feed-forward on the busiest GPU per microbatch: the router
 /// 2·Tg·d·E, the experts 2·ρ·Tg·k·etp·3·d·fe/etp = 6·ρ·Tg·k·d·fe, the shared expert split by tp
 /// 6·Tg·d·fs. With ρ = 1 the tp GPUs together do 2·T·moe_active_ffn_params.
