@@ -88,15 +88,19 @@ TEST_CASE("CP exchange seconds: a ring inside a node, or a GPU's share of the no
 
 TEST_CASE("p2p hides each ring step under a 1/cp share of the attention, the others do not",
           "[cost][cp]") {
-  const double bytes = 12582912;
+  const double bytes = 12582912;  // F: 3 sends of one 4 MiB K/V chunk
+  const double u = 3e-6 + 4194304 / 450e9, u2 = 3e-6 + 2 * 4194304 / 450e9;
   const Scenario p2p = dgx(2, 4, CpCommType::P2p);
-  const double step = 3e-6 + bytes / 3 / 450e9;
-  CHECK(cp_exposed_seconds(p2p, bytes, 1.0) == 0);
-  CHECK(cp_exposed_seconds(p2p, bytes, 0) == Approx(3 * step));
-  const double attention = 4 * step / 2;  // each quarter hides half a step
-  CHECK(cp_exposed_seconds(p2p, bytes, attention) == Approx(3 * step / 2));
+  CHECK(cp_exposed_seconds(p2p, bytes, 1.0, false) == 0);
+  CHECK(cp_exposed_seconds(p2p, bytes, 0, false) == Approx(3 * u));
+  CHECK(cp_exposed_seconds(p2p, bytes, 4 * u / 2, false) == Approx(3 * u / 2));  // half hidden
+  // backward: 4 steps sending K/V, K/V + dK/dV twice, then dK/dV: 2 one-chunk and 2 two-chunk
+  const double attention = 4 * u;  // each quarter hides a one-chunk step, u of a two-chunk one
+  CHECK(cp_exposed_seconds(p2p, 2 * bytes, attention, true) == Approx(2 * (u2 - u)));
+  CHECK(cp_exposed_seconds(p2p, 2 * bytes, 0, true) == Approx(2 * u + 2 * u2));
   const Scenario gather = dgx(2, 4, CpCommType::AllGather);
-  CHECK(cp_exposed_seconds(gather, bytes, 1.0) == Approx(cp_exchange_seconds(gather, bytes)));
+  CHECK(cp_exposed_seconds(gather, bytes, 1.0, false) ==
+        Approx(cp_exchange_seconds(gather, bytes)));
 }
 
 TEST_CASE("cp = 2 halves a GPU's FLOPs, tokens and activations, not its parameters or N",

@@ -135,6 +135,23 @@ TEST_CASE("fp8 holds two fp8 copies of the layers' linear weights and saves quan
   CHECK(full.stage(0).activation_bytes == full_bf16.stage(0).activation_bytes);
 }
 
+TEST_CASE("fp8 parameter gathers move the layers' linear weights at 1 + σ bytes, the rest at 2") {
+  const double d = 288, f = 768, layers = 6;
+  const double matmul = layers * (4 * d * d + 3 * d * f);
+  // dp 2 over two GPUs of one node, ZeRO 1 (the distributed optimizer's parameter all-gather)
+  const std::vector<std::string> sharded = {"training.precision=fp8", "layout.dp=2",
+                                            "layout.zero=1", "cluster.devices_per_node=2"};
+  std::vector<std::string> gathered = sharded;
+  gathered.push_back("training.fp8_param_gather=true");
+  const CostModel plain(h100_single(sharded)), fp8(h100_single(gathered));
+  const double params = plain.stage(0).params;
+  CHECK(plain.weight_bytes(0) == Approx(2 * params));
+  CHECK(fp8.weight_bytes(0) == Approx(matmul * 1 + (params - matmul) * 2));
+  gathered.push_back("training.fp8_recipe=mxfp8");
+  CHECK(CostModel(h100_single(gathered)).weight_bytes(0) ==
+        Approx(matmul * (1 + 1.0 / 32) + (params - matmul) * 2));
+}
+
 TEST_CASE("fp8 leaves bf16 and fp32 scenarios as they were") {
   const CostModel bf16(h100_single());
   const CostModel explicit_recipe(h100_single({"training.fp8_recipe=delayed"}));

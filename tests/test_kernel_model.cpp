@@ -197,9 +197,21 @@ TEST_CASE("attention: flash follows its FLOPs, eager its GEMMs and score traffic
   core.head_dim = 128;
   const double forward_flops = 4 * 32 * 4096.0 * 4096 * 128;
   CHECK(dtwin::attention_flops(core) == forward_flops);
+  // a causal mask (the default) skips the upper blocks: 1.75 times faster than without it
+  CHECK(d.attention_causal_speedup == 1.75);
+  CHECK(dtwin::attention_seconds(d, core, Precision::Bf16) ==
+        Approx(forward_flops / (d.bf16_flops * d.attention_forward_efficiency * 1.75) +
+               d.kernel_overhead));
+  AttentionCore full = core;
+  full.causal = false;
   CHECK(
-      dtwin::attention_seconds(d, core, Precision::Bf16) ==
+      dtwin::attention_seconds(d, full, Precision::Bf16) ==
       Approx(forward_flops / (d.bf16_flops * d.attention_forward_efficiency) + d.kernel_overhead));
+  // context parallelism: 1024 queries over 4096 keys, a quarter of the work
+  AttentionCore quarter = core;
+  quarter.seq_len = 1024;
+  quarter.key_len = 4096;
+  CHECK(dtwin::attention_flops(quarter) == forward_flops / 4);
   AttentionCore backward = core;
   backward.backward = true;
   CHECK(dtwin::attention_flops(backward) == 2.5 * forward_flops);

@@ -28,13 +28,19 @@ double cp_exchange_seconds(const Scenario& scenario, double bytes) {
   return (l.cp - 1) * hop.latency + bytes / hop.bandwidth;
 }
 
-double cp_exposed_seconds(const Scenario& scenario, double bytes, double attention_s) {
+double cp_exposed_seconds(const Scenario& scenario, double bytes, double attention_s,
+                          bool backward) {
   const LayoutSpec& l = scenario.layout;
   if (l.cp == 1) return 0;
-  const double whole = cp_exchange_seconds(scenario, bytes);
-  if (l.cp_comm_type != CpCommType::P2p) return whole;
-  const double step = whole / (l.cp - 1);
-  return (l.cp - 1) * std::max(0.0, step - attention_s / l.cp);
+  if (l.cp_comm_type != CpCommType::P2p) return cp_exchange_seconds(scenario, bytes);
+  const LinkSpec hop = group_ring_hop(scenario.cluster, l.cp, l.tp);
+  const double chunk = bytes / ((backward ? 2 : 1) * (l.cp - 1));  // one K/V chunk
+  const double hidden = attention_s / l.cp;
+  const auto exposed = [&](double sent) {
+    return std::max(0.0, hop.latency + sent / hop.bandwidth - hidden);
+  };
+  if (!backward) return (l.cp - 1) * exposed(chunk);
+  return 2 * exposed(chunk) + (l.cp - 2) * exposed(2 * chunk);
 }
 
 }  // namespace dtwin

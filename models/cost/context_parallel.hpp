@@ -20,9 +20,12 @@
 //
 // Seconds: p2p and all_gather take cp − 1 ring steps over group_ring_hop (cp members tp apart,
 // models/cost/group_links.hpp), (cp − 1)·α + bytes/β; a2a is group_all_to_all_seconds. p2p sends
-// step i while the GPU attends to the chunk it holds, 1/cp of the pass's attention time A, so
-// (cp − 1)·max(0, step − A/cp) stays exposed; all_gather and a2a are exposed whole (their
-// results are needed before the attention starts, or after it ends).
+// while the GPU attends to the chunk it holds, 1/cp of the pass's attention time A each: in F
+// cp − 1 sends of one K/V chunk, u = α + c/β (c = one chunk's K and V bytes), leave
+// (cp − 1)·max(0, u − A/cp) exposed; the backward's cp steps send K/V first, dK/dV last and both
+// between (Transformer Engine's backward loop), 2·max(0, u − A/cp) + (cp − 2)·max(0, u2 − A/cp)
+// with u2 = α + 2c/β. all_gather and a2a are exposed whole (their results are needed before the
+// attention starts, or after it ends).
 #pragma once
 
 #include "models/spec/scenario.hpp"
@@ -37,9 +40,11 @@ double cp_exchange_bytes(const ModelSpec& model, const LayoutSpec& layout, doubl
 /// Seconds of the exchange of `bytes` (one GPU's, one pass of one layer), nothing overlapped.
 double cp_exchange_seconds(const Scenario& scenario, double bytes);
 
-/// Seconds of that exchange a pass adds, given the pass's attention seconds on the GPU
-/// (`attention_s`): p2p overlaps each ring step with a 1/cp share of it; all_gather and a2a add
-/// cp_exchange_seconds whole. 0 when cp = 1.
-double cp_exposed_seconds(const Scenario& scenario, double bytes, double attention_s);
+/// Seconds of that exchange a pass adds (the forward's, or with `backward` the backward's),
+/// given the pass's attention seconds on the GPU (`attention_s`): p2p overlaps each ring step
+/// with a 1/cp share of it (see the file comment); all_gather and a2a add cp_exchange_seconds
+/// whole. 0 when cp = 1.
+double cp_exposed_seconds(const Scenario& scenario, double bytes, double attention_s,
+                          bool backward);
 
 }  // namespace dtwin

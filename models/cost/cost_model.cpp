@@ -171,9 +171,9 @@ PassSeconds layer_cp_seconds(const Scenario& scenario, double tokens_per_gpu, do
   }
   PassSeconds exposed;
   exposed.forward = cp_exposed_seconds(
-      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, false), attention.forward);
+      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, false), attention.forward, false);
   exposed.input_backward = cp_exposed_seconds(
-      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, true), attention.input_backward);
+      scenario, cp_exchange_bytes(m, l, tokens_per_gpu, bpe, true), attention.input_backward, true);
   if (l.recompute != Recompute::None) exposed.input_backward += exposed.forward;
   return exposed;
 }
@@ -257,6 +257,7 @@ CostModel::CostModel(const Scenario& scenario)
       bytes_per_element_(bytes_per_element_of(scenario.training.precision)),
       grad_bytes_per_element_(bytes_per_element_of(scenario.training.grad_precision)),
       fp8_(scenario.training.precision == Precision::Fp8),
+      fp8_param_gather_(scenario.training.fp8_param_gather),
       fp8_recipe_(scenario.training.fp8_recipe) {
   const Shape shape = shape_of(model_, scenario.layout.tp);
   const StagePartition partition(scenario);
@@ -436,7 +437,10 @@ double CostModel::gradient_bytes(int s) const {
 }
 
 double CostModel::weight_bytes(int s) const {
-  return stage(s).params * bytes_per_element_;
+  if (!fp8_param_gather_) return stage(s).params * bytes_per_element_;
+  const double fp8 = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held;
+  return fp8 * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight) / 2 +
+         (stage(s).params - fp8) * bytes_per_element_;
 }
 
 double CostModel::bucket_params() const {
@@ -484,7 +488,7 @@ int CostModel::gather_units(int s) const {
 
 double CostModel::gathered_weight_bytes(int s) const {
   const double params = layout_.gathers_layers() ? gathered_unit_params(s) : stage(s).params;
-  return params / layout_.tp * bytes_per_element_;
+  return params / layout_.tp * weight_bytes(s) / stage(s).params;
 }
 
 double CostModel::gathered_gradient_bytes(int s) const {

@@ -207,7 +207,9 @@ class CostModel {
   /// grad_bytes_per_element() (training.grad_precision).
   double gradient_bytes(int s) const;
   /// Bytes of stage `s`'s training-precision weights, params · bytes_per_element(): what a ZeRO
-  /// parameter all-gather (UNSHARD) moves.
+  /// parameter all-gather (UNSHARD) moves. With training.fp8_param_gather the layers' linear
+  /// weights (num_layers · Wm, the group's) move as one fp8 copy with its scales, (1 + σ) bytes
+  /// each (half of fp8_copies_bytes_per_element), the rest at bytes_per_element().
   double weight_bytes(int s) const;
   /// Gradients per data-parallel bucket, in parameters (StagePartition::bucket_params).
   double bucket_params() const;
@@ -232,9 +234,10 @@ class CostModel {
 
   /// Bytes per GPU of stage `s`'s weights while ZeRO-3 holds them gathered (UNSHARD to RESHARD):
   /// the whole params / tp at bytes_per_element() with layout.zero3_gather stage, the two
-  /// largest units (gathered_unit_params) with layer. The 1/(dp·cp) shard that static_memory_bytes
-  /// counts stays allocated beside them, as PyTorch FSDP's sharded and unsharded flat parameters
-  /// do.
+  /// largest units (gathered_unit_params) with layer; with training.fp8_param_gather at
+  /// weight_bytes(s) / params bytes each (the stage's mix of fp8 and bf16 weights). The 1/(dp·cp)
+  /// shard that static_memory_bytes counts stays allocated beside them, as PyTorch FSDP's sharded
+  /// and unsharded flat parameters do.
   double gathered_weight_bytes(int s) const;
   /// Bytes per GPU of stage `s`'s gradients beyond its 1/(dp·cp) shard while ZeRO 2 or 3 holds them
   /// unreduced (the first backward to its REDUCE_GRAD): params / tp · grad_bytes_per_element() ·
@@ -281,7 +284,8 @@ class CostModel {
   LayoutSpec layout_;
   double bytes_per_element_ = 4;
   double grad_bytes_per_element_ = 4;
-  bool fp8_ = false;  ///< training.precision fp8
+  bool fp8_ = false;               ///< training.precision fp8
+  bool fp8_param_gather_ = false;  ///< training.fp8_param_gather
   Fp8Recipe fp8_recipe_ = Fp8Recipe::Delayed;
   double bucket_params_ = 0;
   std::vector<StageCost> stages_;

@@ -34,7 +34,8 @@ double attention_seconds(const DeviceDescription& device, const AttentionCore& c
   if (core.kind == Attention::Flash) {
     const double efficiency =
         core.backward ? device.attention_backward_efficiency : device.attention_forward_efficiency;
-    return attention_flops(core) / (device.peak_flops(precision) * efficiency) +
+    const double speedup = core.causal ? device.attention_causal_speedup : 1;
+    return attention_flops(core) / (device.peak_flops(precision) * efficiency * speedup) +
            device.kernel_overhead;
   }
   const double s = core.seq_len, dh = core.head_dim, batch = core.batch_heads;

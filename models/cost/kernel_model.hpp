@@ -43,7 +43,10 @@ struct AttentionCore {
   double key_len = 0;
   double head_dim = 0;  ///< dh = d/a
   Attention kind = Attention::Flash;
-  bool dropout = false;   ///< dropout on the attention probabilities (gpt2)
+  bool dropout = false;  ///< dropout on the attention probabilities (gpt2)
+  /// A causal mask (every model dtwin describes is a decoder): flash kernels skip the masked
+  /// blocks (DeviceDescription::attention_causal_speedup); eager kernels compute them.
+  bool causal = true;
   bool backward = false;  ///< the backward instead of the forward
 };
 
@@ -57,7 +60,8 @@ double attention_flops(const AttentionCore& core);
 
 /// Seconds of `core` with operands of `precision`.
 ///  - flash: one fused kernel, attention_flops / (peak · attention_forward_efficiency, or
-///    attention_backward_efficiency for the backward) + kernel_overhead.
+///    attention_backward_efficiency for the backward, · attention_causal_speedup when causal) +
+///    kernel_overhead.
 ///  - eager: batched GEMMs (gemm_seconds, batch = batch_heads) plus element-wise kernels over
 ///    the score tensor of N = batch_heads·s² elements of e bytes. Forward: S = QKᵀ (s, s, dh);
 ///    scale, causal mask and softmax fused, reading S and writing P, 2·N·e; with dropout, reading

@@ -84,9 +84,9 @@ DeviceDescription load_device_description(const std::string& name_or_path,
       origin, Field{doc, "", doc.Mark()},
       {"name", "bf16_flops", "fp8_flops", "fp32_flops", "sm_count", "memory_bandwidth", "memory",
        "gemm_tile", "gemm_efficiency", "attention_forward_efficiency",
-       "attention_backward_efficiency", "memory_efficiency", "kernel_overhead", "host_op_overhead",
-       "host_op_overhead_no_grad", "overlap_slowdown", "reserved_memory",
-       "allocator_fragmentation"});
+       "attention_backward_efficiency", "attention_causal_speedup", "memory_efficiency",
+       "kernel_overhead", "host_op_overhead", "host_op_overhead_no_grad", "overlap_slowdown",
+       "reserved_memory", "allocator_fragmentation"});
   DeviceDescription d;
   d.source = path;
   d.name = root.text("name", false);
@@ -102,6 +102,10 @@ DeviceDescription load_device_description(const std::string& name_or_path,
   d.gemm_efficiency = fraction(root, "gemm_efficiency");
   d.attention_forward_efficiency = fraction(root, "attention_forward_efficiency");
   d.attention_backward_efficiency = fraction(root, "attention_backward_efficiency");
+  root.quantity("attention_causal_speedup", Quantity::Count, true, d.attention_causal_speedup);
+  if (d.attention_causal_speedup < 1 || d.attention_causal_speedup > 2)
+    expected(origin, root.get("attention_causal_speedup"),
+             "a factor in [1, 2] (a causal mask skips at most half the blocks)");
   d.memory_efficiency = fraction(root, "memory_efficiency");
   d.kernel_overhead = root.quantity("kernel_overhead", Quantity::Latency, false);
   d.host_op_overhead = root.quantity("host_op_overhead", Quantity::Latency, false);
@@ -136,6 +140,8 @@ void save_device_description(const DeviceDescription& device, const std::string&
       << number(device.attention_forward_efficiency);
   out << YAML::Key << "attention_backward_efficiency" << YAML::Value
       << number(device.attention_backward_efficiency);
+  out << YAML::Key << "attention_causal_speedup" << YAML::Value
+      << number(device.attention_causal_speedup);
   out << YAML::Key << "memory_efficiency" << YAML::Value << number(device.memory_efficiency);
   out << YAML::Key << "kernel_overhead" << YAML::Value << number(device.kernel_overhead);
   out << YAML::Key << "host_op_overhead" << YAML::Value << number(device.host_op_overhead);

@@ -17,6 +17,7 @@
 //   gemm_efficiency: 0.8          # fractions of a peak, in (0, 1]
 //   attention_forward_efficiency: 0.35
 //   attention_backward_efficiency: 0.3
+//   attention_causal_speedup: 1.75 # optional, in [1, 2]; absent = 1.75
 //   memory_efficiency: 0.85
 //   kernel_overhead: 5us
 //   host_op_overhead: 4us         # host seconds per framework operator (autograd recording)
@@ -25,7 +26,8 @@
 //   reserved_memory: 723MiB       # held outside the tensors, per process
 //   allocator_fragmentation: 0.08 # in [0, 1)
 //
-// Every key but fp8_flops is required; unknown and duplicate keys are errors.
+// Every key but fp8_flops and attention_causal_speedup is required; unknown and duplicate keys are
+// errors.
 #pragma once
 
 #include <string>
@@ -52,6 +54,12 @@ struct DeviceDescription {
   double attention_forward_efficiency = 0;
   /// Fraction of the peak FLOP/s that the flash-attention backward kernel reaches.
   double attention_backward_efficiency = 0;
+  /// How much faster a flash-attention kernel runs with a causal mask than without it, at the
+  /// same sequence: it skips the blocks above the diagonal (about half the work) but not the
+  /// diagonal's masking. FlashAttention-2 measured 1.7-1.8x (T. Dao 2023, "FlashAttention-2",
+  /// section 3.1.1), the default. The two efficiencies above are of non-causal kernels, at the
+  /// full 4·B·s²·dh count.
+  double attention_causal_speedup = 1.75;
   /// Fraction of memory_bandwidth that streaming (element-wise, reduction) kernels reach.
   double memory_efficiency = 0;
   double kernel_overhead = 0;  ///< seconds each kernel adds: launch, ramp-up and tail

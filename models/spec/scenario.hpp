@@ -128,6 +128,9 @@ struct TrainingSpec {
   /// DeepSpeed, NeMo's grad_sync_dtype: bf16).
   Precision grad_precision = Precision::Fp32;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< scaling of the fp8 GEMM operands (precision fp8)
+  /// ZeRO's parameter all-gathers move the layers' linear weights in fp8 (precision fp8, zero >
+  /// 0): Megatron-Core's --fp8-param-gather, torchtitan's float8.enable_fsdp_float8_all_gather.
+  bool fp8_param_gather = false;
   int checkpoint_every = 0;                   ///< steps between checkpoints; 0 = only at the end
 };
 

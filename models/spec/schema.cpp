@@ -400,6 +400,11 @@ std::vector<FieldSpec> make_fields() {
                                "(current), blockwise (1x128/128x128), mxfp8",
                                "--fp8-recipe", "float8.recipe_name"),
                         kFp8RecipeNames, &S::training, &T::fp8_recipe));
+  f.push_back(bind(flag("training.fp8_param_gather",
+                        "ZeRO parameter all-gathers move the layers' linear weights in fp8 "
+                        "(1 byte and its scale); needs precision fp8 and zero > 0",
+                        "--fp8-param-gather", "float8.enable_fsdp_float8_all_gather"),
+                   &S::training, &T::fp8_param_gather));
   f.push_back(bind(integer("training.checkpoint_every", false, 0,
                            "steps between checkpoints; 0 = only at the end", "--save-interval",
                            "checkpoint.interval"),

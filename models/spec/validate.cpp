@@ -255,6 +255,15 @@ void check_training(const TrainingSpec& t, std::vector<Violation>& out) {
         {{"training.fp8_recipe"}, "delayed (the default) unless training.precision is fp8"});
 }
 
+void check_fp8_param_gather(const Scenario& sc, std::vector<Violation>& out) {
+  if (!sc.training.fp8_param_gather) return;
+  if (sc.training.precision != Precision::Fp8)
+    out.push_back({{"training.fp8_param_gather"}, "false unless training.precision is fp8"});
+  else if (sc.layout.zero == 0)
+    out.push_back({{"training.fp8_param_gather"},
+                   "false unless layout.zero > 0 (only sharded parameters are gathered)"});
+}
+
 void check_fp8_device(const Scenario& sc, std::vector<Violation>& out) {
   const DeviceSpec& d = sc.cluster.device;
   if (sc.training.precision == Precision::Fp8 && !(d.description && d.description->has_fp8()))
@@ -305,6 +314,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_experts(sc.model, sc.layout, out);
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
+  check_fp8_param_gather(sc, out);
   check_cluster(sc, out);
   check_fp8_device(sc, out);
   return out;
