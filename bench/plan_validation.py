@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The planner against published layouts: for each scenario of validation/ (one published run
-each), runs `dtwin plan` on its GPU count and global batch with its recompute, ZeRO and
-sequence-parallel settings kept (the papers did not search those), simulates the best 5, and
-reports where the published layout ranks among all candidates by the closed-form estimate,
+each), runs `dtwin plan` on its GPU count and global batch with its recompute, ZeRO,
+sequence-parallel and precision settings kept (the papers did not search those), simulates the
+best 5, and reports where the published layout ranks among all candidates by the closed-form estimate,
 whether it is among the 5 simulated, and the planner's best simulated step against the
 published layout's simulated step. Prints a Markdown table (README, "Planning a layout").
 
@@ -45,7 +45,8 @@ for path in sys.argv[2:] or sorted(glob.glob("validation/*.yaml")):
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         subprocess.run([DTWIN, "plan", path, "--top", "5", "--keep", "recompute", "--keep", "zero",
-                        "--keep", "sequence_parallel", "-o", out], check=True,
+                        "--keep", "sequence_parallel", "--keep", "precision", "-o", out],
+                       check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall = time.perf_counter() - start
         with open(os.path.join(out, "plan.csv")) as f:

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Simulator scale benchmark: wall time and peak memory of `dtwin simulate` on the 7B scenario
-and on layouts of 1024 and 4096 GPUs, LLaMA-2 7B (DP x PP) and GPT-3 175B (TP x PP x DP). Prints a Markdown table (README, "Simulator benchmark").
+and on layouts of 1024 and 4096 GPUs, LLaMA-2 7B (DP x PP) and GPT-3 175B (TP x PP x DP), a
+DeepSeek-V3-size MoE on 2048 GPUs and Llama 3 405B on 16384 GPUs. Prints a Markdown table
+(README, "Simulator benchmark").
 
 Usage: python3 bench/sim_scale.py [path/to/dtwin]
 """
@@ -23,6 +25,10 @@ CASES = [
     ("GPT-3 175B, 1024 A100 (tp 8 x pp 16 x dp 8, m 192)", "scenarios/gpt3-175b-4096gpu.yaml",
      ["--set", "layout.dp=8", "--set", "layout.microbatches=192", "--set", "cluster.nodes=128"]),
     ("GPT-3 175B, 4096 A100 (tp 8 x pp 16 x dp 32, m 48)", "scenarios/gpt3-175b-4096gpu.yaml", []),
+    ("DeepSeek-V3-size MoE, 2048 H800 (pp 16 x dp 128, ep 64, DualPipe-V, m 120)",
+     "scenarios/deepseek-v3-2048gpu.yaml", []),
+    ("Llama 3 405B, 16384 H100 (tp 8 x pp 16 x dp 128, m 16)",
+     "scenarios/llama3-405b-16384gpu.yaml", []),
 ]
 
 

@@ -30,10 +30,12 @@ struct PlanOptions {
 };
 
 // Whether two layouts differ at most in ZeRO stage and sequence parallelism.
-bool same_shape(const LayoutSpec& a, const LayoutSpec& b) {
+bool same_shape(const Scenario& x, const Scenario& y) {
+  const LayoutSpec &a = x.layout, &b = y.layout;
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.micro_batch_size == b.micro_batch_size &&
          a.microbatches == b.microbatches && a.schedule == b.schedule &&
-         a.virtual_stages == b.virtual_stages && a.recompute == b.recompute;
+         a.virtual_stages == b.virtual_stages && a.recompute == b.recompute && a.ep == b.ep &&
+         a.expert_tp() == b.expert_tp() && x.training.precision == y.training.precision;
 }
 
 // A one-line progress bar on stderr, "LABEL done/total", redrawn on a terminal and written
@@ -54,7 +56,7 @@ std::vector<size_t> choose_distinct(const std::vector<PlanRow>& rows, int top) {
   for (size_t i = 0; i < rows.size() && chosen.size() < size_t(top); ++i) {
     const LayoutCandidate& c = *rows[i].candidate;
     const bool repeat = std::ranges::any_of(chosen, [&](size_t j) {
-      return same_shape(rows[j].candidate->scenario.layout, c.scenario.layout) &&
+      return same_shape(rows[j].candidate->scenario, c.scenario) &&
              rows[j].candidate->estimate.step_s == c.estimate.step_s;
     });
     if (!repeat) chosen.push_back(i);
@@ -73,7 +75,7 @@ void train_best(const PlanOptions& options, const PlanTraining& training, const 
   fastest.resize(std::min<size_t>(options.run, fastest.size()));
   for (size_t i = 0; i < fastest.size(); ++i) {
     std::cout << "== training layout " << i + 1 << " of " << fastest.size() << ": "
-              << describe_layout(fastest[i]->candidate->scenario.layout) << std::endl;
+              << describe_layout(fastest[i]->candidate->scenario) << std::endl;
     fastest[i]->measured_tokens_per_s = training.train(options.scenario, *fastest[i]->candidate,
                                                        dir + "/plan-runs/" + std::to_string(i + 1),
                                                        options.data_dir, options.run_steps);
@@ -134,8 +136,8 @@ void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* trainin
                   "Sequences per step (default: the scenario's dp × microbatches × mbs)");
   cmd->add_option("--top", options->top, "Layouts to simulate with SimGrid")->capture_default_str();
   cmd->add_option("--keep", options->keep,
-                  "Hold a setting at the scenario's value: zero, recompute or sequence_parallel "
-                  "(repeatable)");
+                  "Hold a setting at the scenario's value: zero, recompute, sequence_parallel, "
+                  "ep (layout.ep and layout.etp) or precision (repeatable)");
   cmd->add_option("--run", options->run,
                   "Train the K fastest simulated layouts for real on this machine (only layouts "
                   "dtwin train can execute are searched)");

@@ -75,11 +75,53 @@ FieldValue number(int value) {
   return static_cast<long long>(value);
 }
 
+bool kept(const std::vector<std::string>& keep, const std::string& key) {
+  return std::ranges::find(keep, key) != keep.end();
+}
+
+// The expert layouts of a tp · dp split of a MoE model, as settings: etp 1 and tp, and every ep
+// that divides num_experts and the dp·tp / etp GPUs that fold into etp × ep × edp (Megatron-Core's
+// MoE parallel folding, LayoutSpec::expert_dp). The base's ep and etp when "ep" is kept (an etp
+// the base leaves at tp then follows each layout's tp); one empty setting for a dense model.
+std::vector<Settings> expert_layouts(const Scenario& base, const std::vector<std::string>& keep,
+                                     int tp, int dp) {
+  const MoeSpec& moe = base.model.moe;
+  if (!moe.enabled()) return {{}};
+  if (kept(keep, "ep")) {  // an etp left at tp follows each layout's tp
+    Settings held = {{"layout.ep", number(base.layout.ep)}};
+    if (base.layout.etp > 0) held.emplace_back("layout.etp", number(base.layout.etp));
+    return {held};
+  }
+  std::vector<Settings> layouts;
+  for (int etp : std::set<int>{1, tp})
+    for (int ep = 1; ep <= moe.num_experts; ++ep)
+      if (moe.num_experts % ep == 0 && (dp * tp / etp) % ep == 0)
+        layouts.push_back({{"layout.ep", number(ep)}, {"layout.etp", number(etp)}});
+  return layouts;
+}
+
+// The training precisions to search: bf16 and fp8 for a dense model on a device whose
+// description gives fp8_flops (dtwin refuses fp8 with model.moe) when the base trains in bf16 or
+// fp8; otherwise, or when "precision" is kept, the base's. A bf16 layout of an fp8 base resets
+// fp8_recipe, which only fp8 may set.
+std::vector<Settings> precisions(const Scenario& base, const std::vector<std::string>& keep) {
+  const Precision p = base.training.precision;
+  const auto& device = base.cluster.device.description;
+  const bool fp8 = device && device->has_fp8() && !base.model.moe.enabled() &&
+                   (p == Precision::Bf16 || p == Precision::Fp8);
+  if (kept(keep, "precision") || !fp8) return {{}};
+  Settings bf16 = {{"training.precision", std::string("bf16")}};
+  if (base.training.fp8_recipe != Fp8Recipe::Delayed)
+    bf16.emplace_back("training.fp8_recipe", std::string("delayed"));
+  return {bf16, {{"training.precision", std::string("fp8")}}};
+}
+
 // Every layout of the request as settings of the schema's keys (see search_layouts).
 std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request) {
   const int gpus = request.gpus, global_batch = request.global_batch;
   const LayoutSpec& b = base.layout;
   const auto& keep = request.keep;
+  const std::vector<Settings> trainings = precisions(base, keep);
   const std::vector<std::string> recomputes =
       values_of<std::string>("recompute", keep, {"none", "selective", "full"},
                              std::string(kRecomputeNames.name(b.recompute)));
@@ -91,6 +133,7 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
   };
   std::vector<Settings> layouts;
   for_each_split(base, gpus, [&](int tp, int pp, int dp) {
+    const std::vector<Settings> experts = expert_layouts(base, keep, tp, dp);
     for (int mbs : {1, 2, 4, 8, 16}) {
       if (global_batch % (dp * mbs) != 0) continue;
       const int m = global_batch / (dp * mbs);
@@ -116,7 +159,13 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
               if (zero == 0) settings.emplace_back("layout.overlap_param_gather", false);
               if (!sp) settings.emplace_back("layout.tp_comm_overlap", false);
               settings.insert(settings.end(), sched.begin(), sched.end());
-              layouts.push_back(std::move(settings));
+              for (const Settings& expert : experts)
+                for (const Settings& training : trainings) {
+                  Settings layout = settings;
+                  layout.insert(layout.end(), expert.begin(), expert.end());
+                  layout.insert(layout.end(), training.begin(), training.end());
+                  layouts.push_back(std::move(layout));
+                }
             }
     }
   });
@@ -220,8 +269,10 @@ LayoutSearch search_layouts(const PlanRequest& request,
                     ": expected a positive number of sequences");
   const Settings base_settings = cluster_settings(base, request.gpus);
   for (const std::string& key : request.keep)
-    if (key != "zero" && key != "recompute" && key != "sequence_parallel")
-      throw UserError("--keep " + key + ": expected zero, recompute or sequence_parallel");
+    if (key != "zero" && key != "recompute" && key != "sequence_parallel" && key != "ep" &&
+        key != "precision")
+      throw UserError("--keep " + key +
+                      ": expected zero, recompute, sequence_parallel, ep or precision");
   const std::vector<Settings> layouts = enumerate(base, request);
   if (layouts.empty()) {
     const std::set<int> dps = data_parallel_sizes(base, request.gpus);

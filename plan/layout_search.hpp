@@ -20,7 +20,8 @@ struct PlanRequest {
   Scenario base;  ///< the loaded scenario whose model, cluster and switches the layouts keep
   int gpus = 0;
   int global_batch = 0;
-  /// Settings held at the base's value: any of "zero", "recompute", "sequence_parallel".
+  /// Settings held at the base's value: any of "zero", "recompute", "sequence_parallel", "ep"
+  /// (layout.ep and layout.etp) and "precision" (training.precision).
   std::vector<std::string> keep;
   /// When set, layouts it finds violations in are dropped under "runtime: KEY" (plan --run).
   std::function<std::vector<Violation>(const Scenario&)> check;
@@ -47,7 +48,11 @@ struct LayoutSearch {
 /// stage count v ≥ 2 that divides n_layers / pp and zb-v where 2·pp divides n_layers (only 1f1b
 /// for pp = 1); ZeRO 0–3 (0 for
 /// dp = 1); recompute none, selective, full; sequence parallelism off and on (off for tp = 1);
-/// the request's kept settings at the base's value. Each is the base scenario with the layout's
+/// for a MoE model, etp 1 and tp and every ep that divides num_experts and dp·tp / etp
+/// (Megatron-Core's folding, LayoutSpec::expert_dp); training precision bf16 and fp8 for a dense
+/// model whose base trains in bf16 or fp8 on a device description with fp8_flops (MoE with fp8 is
+/// refused), else the base's; the request's kept settings at the base's value. Each is the base
+/// scenario with the layout's
 /// values set through the schema and checked by validate() (violations are counted by the key
 /// they name), estimated, and kept when every pipeline rank's peak (the walk of its lowered
 /// schedule, zb-1p and zb-2p ordered by the modelled pass times as simulated) fits

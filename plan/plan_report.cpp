@@ -24,13 +24,18 @@ double peak_bytes(const trace::StepSummary& s) {
 
 }  // namespace
 
-std::string describe_layout(const LayoutSpec& l) {
+std::string describe_layout(const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
   std::string schedule(sched::kScheduleKindNames.name(l.schedule));
   if (l.schedule == sched::ScheduleKind::Interleaved1F1B)
     schedule += " v" + std::to_string(l.virtual_stages);
-  return fmt::format("tp {} · pp {} · dp {} · mbs {} · m {} · {} · zero {} · recompute {}{}", l.tp,
-                     l.pp, l.dp, l.micro_batch_size, l.microbatches, schedule, l.zero,
-                     kRecomputeNames.name(l.recompute), l.sequence_parallel ? " · sp" : "");
+  std::string out =
+      fmt::format("tp {} · pp {} · dp {} · mbs {} · m {} · {} · zero {} · recompute {}{}", l.tp,
+                  l.pp, l.dp, l.micro_batch_size, l.microbatches, schedule, l.zero,
+                  kRecomputeNames.name(l.recompute), l.sequence_parallel ? " · sp" : "");
+  if (scenario.model.moe.enabled()) out += fmt::format(" · ep {} · etp {}", l.ep, l.expert_tp());
+  if (scenario.training.precision == Precision::Fp8) out += " · fp8";
+  return out;
 }
 
 std::string plan_table(const std::vector<PlanRow>& simulated) {
@@ -56,7 +61,7 @@ std::string plan_table(const std::vector<PlanRow>& simulated) {
     out += fmt::format(
         "| {} | {} | {:.3f} | {:.3f} | {:+.1f}% | {:.0f} | {}{:.1f}% | {:.1f}% | {:.3f} | "
         "{:.1f} |\n",
-        ++rank, describe_layout(row.candidate->scenario.layout), estimate, s.step_time_s,
+        ++rank, describe_layout(row.candidate->scenario), estimate, s.step_time_s,
         (estimate / s.step_time_s - 1) * 100, s.tokens_per_s, measured_cell, s.mfu * 100,
         s.bubble_fraction * 100, mean_comm_s(s), peak_bytes(s) / kGiB);
   }
@@ -85,7 +90,7 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
       "tp,pp,dp,micro_batch_size,microbatches,schedule,virtual_stages,zero,recompute,"
       "sequence_parallel,estimated_step_s,estimated_tokens_per_s,estimated_peak_gib,"
       "simulated_step_s,simulated_tokens_per_s,simulated_mfu,simulated_bubble,"
-      "simulated_exposed_comm_s,simulated_peak_gib,measured_tokens_per_s\n";
+      "simulated_exposed_comm_s,simulated_peak_gib,measured_tokens_per_s,ep,etp,precision\n";
   for (const PlanRow& row : rows) {
     const LayoutCandidate& c = *row.candidate;
     const LayoutSpec& l = c.scenario.layout;
@@ -101,8 +106,10 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
                       s->mfu, s->bubble_fraction, mean_comm_s(*s), peak_bytes(*s) / kGiB);
     else
       out += ",,,,,,";
-    out += row.measured_tokens_per_s ? fmt::format(",{:.6g}\n", *row.measured_tokens_per_s)
-                                     : std::string(",\n");
+    out += row.measured_tokens_per_s ? fmt::format(",{:.6g}", *row.measured_tokens_per_s)
+                                     : std::string(",");
+    out += fmt::format(",{},{},{}\n", l.ep, l.expert_tp(),
+                       kPrecisionNames.name(c.scenario.training.precision));
   }
   return out;
 }

@@ -17,8 +17,9 @@ struct PlanRow {
   std::optional<double> measured_tokens_per_s;  ///< plan --run: trained on this machine
 };
 
-/// "tp 4 · pp 8 · dp 32 · mbs 1 · m 64 · interleaved-1f1b v2 · zero 1 · recompute none · sp".
-std::string describe_layout(const LayoutSpec& layout);
+/// "tp 4 · pp 8 · dp 32 · mbs 1 · m 64 · interleaved-1f1b v2 · zero 1 · recompute none · sp",
+/// then " · ep 8 · etp 1" for a MoE model and " · fp8" for fp8 training.
+std::string describe_layout(const Scenario& scenario);
 
 /// The Markdown table of the simulated rows, fastest simulated first: layout, estimated and
 /// simulated step seconds and the estimate's error, simulated tokens/s, MFU, bubble, exposed
@@ -33,7 +34,7 @@ std::string plan_markdown(const std::string& title, const LayoutSearch& search,
 
 /// plan.csv: one line per fitting layout in the estimate's order, its layout keys, the
 /// estimate and, for the simulated ones, the simulation's figures and measured tokens/s (empty
-/// otherwise).
+/// otherwise), then ep, etp (resolved: tp where unset) and the training precision.
 std::string plan_csv(const std::vector<PlanRow>& rows);
 
 }  // namespace dtwin

@@ -47,14 +47,33 @@ sg4::NonLinearResourceCb measured_loopback(const Profile& profile) {
   };
 }
 
-// One node: a star of its devices behind a router, the node's gateway to the network.
+// Whether each device (node · devices_per_node + index) holds a schedule rank: with tp > 1 only
+// the device of a tensor-parallel group's first member does (its group's one actor runs there).
+std::vector<bool> devices_with_ranks(const Scenario& scenario) {
+  const ClusterSpec& cluster = scenario.cluster;
+  std::vector<bool> used(static_cast<size_t>(cluster.nodes) * cluster.devices_per_node, false);
+  const int tp = scenario.layout.tp;
+  for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
+    used.at(rank * tp / cluster.ranks_per_device) = true;
+  return used;
+}
+
+// One node: a star of its devices behind a router, the node's gateway to the network. Only the
+// devices in `used` are created (platform.devices holds nullptr for the others): a device no
+// rank runs on carries no execution and no transfer, so leaving it out changes no prediction,
+// and SimGrid 3.32 checks each new host's and link's name against every zone, which made the
+// platform of 16384 GPUs take most of a simulation.
 Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const Profile* profile,
-                Platform& platform) {
+                const std::vector<bool>& used, Platform& platform) {
   const ClusterSpec& cluster = scenario.cluster;
   auto* zone = sg4::create_star_zone("node" + std::to_string(node));
   zone->set_parent(parent);
   const double speed = cluster.device.peak_flops * cluster.device.efficiency / cluster.device.cores;
   for (int d = 0; d < cluster.devices_per_node; ++d) {
+    if (!used.at(static_cast<size_t>(node) * cluster.devices_per_node + d)) {
+      platform.devices.push_back(nullptr);
+      continue;
+    }
     const std::string name = "node" + std::to_string(node) + "-dev" + std::to_string(d);
     sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores);
     if (profile && !profile->concurrency.empty())
@@ -82,9 +101,10 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const 
 }
 
 void build_star(const Scenario& scenario, const Profile* profile, Platform& platform) {
+  const std::vector<bool> used = devices_with_ranks(scenario);
   auto* root = sg4::create_star_zone("cluster");
   for (int node = 0; node < scenario.cluster.nodes; ++node) {
-    const Node built = build_node(root, node, scenario, profile, platform);
+    const Node built = build_node(root, node, scenario, profile, used, platform);
     sg4::Link* nic =
         duplex(root, "node" + std::to_string(node) + "-nic", scenario.cluster.inter_node);
     root->add_route(built.zone->get_netpoint(), nullptr, built.gateway, nullptr,
@@ -101,10 +121,11 @@ void build_fat_tree(const Scenario& scenario, const Profile* profile, Platform& 
   const unsigned per_switch = cluster.nodes_per_switch;
   const unsigned leaves = cluster.nodes / cluster.nodes_per_switch;
   const sg4::FatTreeParams shape(2, {per_switch, leaves}, {1, per_switch}, {1, 1});
+  const std::vector<bool> used = devices_with_ranks(scenario);
   int next_node = 0;
   const sg4::ClusterCallbacks callbacks(
       [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long) {
-        const Node node = build_node(zone, next_node++, scenario, profile, platform);
+        const Node node = build_node(zone, next_node++, scenario, profile, used, platform);
         return std::make_pair(node.zone->get_netpoint(), node.gateway);
       });
   sg4::create_fatTree_zone("cluster", nullptr, shape, callbacks, cluster.inter_node.bandwidth,

@@ -19,6 +19,8 @@ namespace dtwin::sim {
 /// cost model (tensor-parallel traffic stays inside the node: it does not contend with the
 /// pipeline and data-parallel flows simulated here).
 struct Platform {
+  /// Per device, node-major: its host, or nullptr for a device that holds no schedule rank (not
+  /// built: with tp > 1 only a group's first GPU holds one).
   std::vector<simgrid::s4u::Host*> devices;
   std::vector<simgrid::s4u::Host*> rank_hosts;  ///< one per schedule rank (tensor-parallel group)
   std::vector<int> rank_nodes;                  ///< the node of each schedule rank

@@ -11,7 +11,6 @@
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
-#include <simgrid/s4u/Mailbox.hpp>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -30,13 +29,23 @@ using sched::Action;
 using sched::ActionKind;
 using sched::of_kind;
 
-int payload_token = 0;  // SimGrid moves a pointer; the byte count is what it times
-
 // What NCCL's latency model needs of a pipeline rank's data-parallel groups: the nodes they span
 // and the largest route latency between ring neighbours (seconds).
 struct DpRing {
   int nodes = 1;
   double route_latency = 0;
+};
+
+// One pipeline transfer (a SEND and its RECV), from the first of them to be posted until the
+// RECV ends. The transfer is a host-to-host comm started when the later of the two is posted, as
+// a mailbox's rendezvous starts it, without a mailbox: SimGrid 3.32 keeps every detached comm in
+// one list of maestro's that it walks on each comm's end, so detached puts made a step quadratic
+// in the transfers under way across all ranks (most of a 2048-rank simulation's time).
+struct Transfer {
+  int sender = -1;         // -1 until the SEND is posted
+  size_t send_index = 0;   // the SEND's event in World::sends[sender]
+  sg4::ActorPtr receiver;  // set while the RECV, posted first, waits (suspended) for the SEND
+  sg4::CommPtr comm;       // started once both are posted
 };
 
 // State every rank's actor reads and writes. SimGrid runs one actor at a time, so plain
@@ -48,9 +57,9 @@ struct World {
   const SimOptions& options;
   const Platform& platform;
   CollectiveModel collectives;
-  std::unordered_map<std::string, std::pair<int, size_t>> send_of;  // mailbox -> (rank, index)
-  std::map<std::pair<int, int>, int> node_transfers;   // (from, to) node -> transfers under way
-  std::vector<std::vector<trace::TimedAction>> sends;  // per rank, in posting order
+  std::unordered_map<std::string, Transfer> transfers;  // under way, by mailbox_of's name
+  std::map<std::pair<int, int>, int> node_transfers;    // (from, to) node -> transfers under way
+  std::vector<std::vector<trace::TimedAction>> sends;   // per rank, in posting order
   std::vector<std::vector<double>> loop_end;      // per rank and step: when its last action ended
   std::map<std::string, double> last_arrival;     // collective tag -> latest arrival
   std::map<std::pair<int, int>, int> unshards;    // (rank, stage) -> UNSHARDs so far
@@ -485,40 +494,49 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
-        // Detached: SimGrid keeps a sender's undetached comms in a list it walks on every
-        // activity's end, which made long pipelines quadratic. The receiver dates the send.
-        const std::string box = mailbox_of(layout, rank, a, step);
-        world.send_of[box] = {rank, world.sends[rank].size()};
+        // Not waited for: the receiver dates the send.
+        Transfer& transfer = world.transfers[mailbox_of(layout, rank, a, step)];
+        transfer.sender = rank;
+        transfer.send_index = world.sends[rank].size();
         world.sends[rank].push_back(event);
-        sg4::Mailbox* mailbox = sg4::Mailbox::by_name(box);
-        // The transfer starts now if its receive is queued, else when the receive is posted.
-        if (!mailbox->empty())
-          count_transfer(world, rank, sched::receiver_of(layout, rank, a).rank, 1);
-        mailbox->put_init(&payload_token, bytes)->detach();
+        // The transfer starts now if its receive is posted, else when the receive is posted.
+        if (transfer.receiver) {
+          const int receiver = sched::receiver_of(layout, rank, a).rank;
+          count_transfer(world, rank, receiver, 1);
+          transfer.comm = sg4::Comm::sendto_async(world.platform.rank_hosts[rank],
+                                                  world.platform.rank_hosts[receiver], bytes);
+          transfer.receiver->resume();
+        }
         continue;
       }
       case ActionKind::RECV_F:
       case ActionKind::RECV_B: {
         const std::string box = mailbox_of(layout, rank, a, step);
+        Transfer& transfer = world.transfers[box];
         // Posted after its send: Gloo's rendezvous needs both progress threads (late_receive).
-        const bool late = world.send_of.contains(box);
+        const bool late = transfer.sender >= 0;
         const int busy = world.computing[world.platform.rank_hosts[rank]];
         if (late) {
-          const int sender = world.send_of.at(box).first;
-          wait_for_ready_message(world, sender, rank);
-          count_transfer(world, sender, rank, 1);
+          wait_for_ready_message(world, transfer.sender, rank);
+          count_transfer(world, transfer.sender, rank, 1);
+          transfer.comm = sg4::Comm::sendto_async(world.platform.rank_hosts[transfer.sender],
+                                                  world.platform.rank_hosts[rank], bytes);
+        } else {
+          transfer.receiver = sg4::Actor::self();
+          sg4::this_actor::suspend();  // until the SEND starts the comm
         }
-        sg4::Mailbox::by_name(box)->get<int>();
+        transfer.comm->wait();
         if (late)
           finish_late_receive(world, event.start, busy);
         else if (sg4::Engine::get_clock() > event.start)
           resume_after_wait(world, rank);
         event.end = sg4::Engine::get_clock();
-        const auto [sender, index] = world.send_of.at(box);
+        const int sender = transfer.sender;
         count_transfer(world, sender, rank, -1);
-        trace::TimedAction& send = world.sends[sender][index];
+        trace::TimedAction& send = world.sends[sender][transfer.send_index];
         send.end = event.end;
         event.exposed_comm = event.end - std::max(event.start, send.start);
+        world.transfers.erase(box);
         break;
       }
       case ActionKind::ALLREDUCE:

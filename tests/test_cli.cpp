@@ -436,7 +436,7 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   int simulated = 0;
   double last_estimate = 0;
   for (const std::vector<std::string>& fields : table) {
-    REQUIRE(fields.size() == 20);
+    REQUIRE(fields.size() == 23);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
     last_estimate = estimate;
@@ -445,6 +445,10 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
       CHECK(std::stod(fields[13]) == Approx(estimate).epsilon(0.15));
     }
     CHECK(std::stoi(fields[0]) * std::stoi(fields[1]) * std::stoi(fields[2]) == 4);
+    // A dense model on CPUs: ep 1, etp resolved to tp, the scenario's precision (no fp8).
+    CHECK(fields[20] == "1");
+    CHECK(fields[21] == fields[0]);
+    CHECK(fields[22] == "fp32");
   }
   CHECK(rows > 100);
   CHECK_THAT(result.output, Catch::Contains(", " + std::to_string(rows) + " fit,"));
@@ -492,7 +496,7 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
   REQUIRE(result.exit_code == 0);
   const auto rows = plan_rows(out);
   for (const std::vector<std::string>& fields : rows) {
-    REQUIRE(fields.size() == 20);
+    REQUIRE(fields.size() == 23);
     CHECK(fields[7] == "0");  // zero
     CHECK(fields[8] == "selective");
     CHECK(fields[9] == "0");  // sequence_parallel
@@ -601,6 +605,8 @@ TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
   CHECK(plan("--top 0").exit_code == 2);
   const Result keep = plan("--keep schedule");
   CHECK(keep.exit_code == 2);
-  CHECK_THAT(keep.output, Catch::Contains("--keep schedule: expected zero, recompute or"));
+  CHECK_THAT(
+      keep.output,
+      Catch::Contains("--keep schedule: expected zero, recompute, sequence_parallel, ep or"));
   CHECK(plan("--global-batch -2").exit_code == 2);
 }

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "models/cost/cost_model.hpp"
 #include "models/cost/scenario_schedule.hpp"
@@ -70,4 +72,55 @@ TEST_CASE("the planner holds ZB-1p and ZB-2p to the memory of the schedule it si
                "layout.dp=1", "layout.microbatches=16", "layout.schedule=zb-2p"});
   const StepEstimate estimate = estimate_step(dropped, CostModel(dropped));
   CHECK(std::ranges::max(estimate.peak_bytes) > 75 * kGiB);
+}
+
+TEST_CASE("the planner searches the expert-parallel degrees that fold into dp·tp", "[threads]") {
+  // Mixtral 8x7B (8 experts) on 8 GPUs, 8 sequences, memory no bound.
+  const Scenario base =
+      load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/mixtral-8x7b-64gpu.yaml",
+                    {"cluster.device.memory=100000GiB"});
+  const PlanRequest request{base, 8, 8, {"zero", "recompute", "sequence_parallel"}, {}};
+  const LayoutSearch search = search_layouts(request, [](int, int) {});
+  REQUIRE_FALSE(search.fitting.empty());
+  // (tp, dp) -> (etp, ep) pairs seen
+  std::map<std::pair<int, int>, std::set<std::pair<int, int>>> seen;
+  for (const LayoutCandidate& c : search.fitting) {
+    const LayoutSpec& l = c.scenario.layout;
+    CHECK(8 % l.ep == 0);                                     // ep divides num_experts
+    CHECK((l.dp * l.tp / l.expert_tp()) % l.ep == 0);         // and folds into dp·tp / etp
+    CHECK((l.expert_tp() == 1 || l.expert_tp() == l.tp));     // etp 1 or tp
+    CHECK(c.scenario.training.precision == Precision::Bf16);  // no fp8 with MoE
+    seen[{l.tp, l.dp}].insert({l.expert_tp(), l.ep});
+  }
+  using Pairs = std::set<std::pair<int, int>>;
+  // tp 2 · dp 4 (8 GPUs per stage): etp 1 folds ep 1, 2, 4, 8; etp 2 folds ep 1, 2, 4.
+  CHECK(seen[{2, 4}] == Pairs{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}, {2, 2}, {2, 4}});
+  // tp 2 · dp 2 (pp 2): etp 1 folds ep 1, 2, 4; etp 2 folds ep 1, 2 (never 8).
+  CHECK(seen[{2, 2}] == Pairs{{1, 1}, {1, 2}, {1, 4}, {2, 1}, {2, 2}});
+  // tp 4 · dp 2 (pp 1): etp 1 folds ep 1, 2, 4, 8; etp 4 folds ep 1, 2.
+  CHECK(seen[{4, 2}] == Pairs{{1, 1}, {1, 2}, {1, 4}, {1, 8}, {4, 1}, {4, 2}});
+  // tp 1 (sequence parallelism kept on) does not load.
+  CHECK(seen[{1, 8}].empty());
+}
+
+TEST_CASE("the planner offers fp8 only on a device with fp8 tensor cores", "[threads]") {
+  const auto precisions = [](const std::vector<std::string>& sets,
+                             const std::vector<std::string>& keep) {
+    const Scenario base = load_scenario(kLlama, sets);
+    const PlanRequest request{base, 8, 16, keep, {}};
+    std::set<Precision> seen;
+    for (const LayoutCandidate& c : search_layouts(request, [](int, int) {}).fitting)
+      seen.insert(c.scenario.training.precision);
+    return seen;
+  };
+  const std::vector<std::string> keep = {"zero", "recompute", "sequence_parallel"};
+  // LLaMA-2 7B on A100s (no fp8_flops): bf16 only.
+  CHECK(precisions({}, keep) == std::set<Precision>{Precision::Bf16});
+  // On H100s: bf16 and fp8, unless the precision is kept.
+  CHECK(precisions({"cluster.device.model=h100-sxm"}, keep) ==
+        std::set<Precision>{Precision::Bf16, Precision::Fp8});
+  std::vector<std::string> keep_precision = keep;
+  keep_precision.push_back("precision");
+  CHECK(precisions({"cluster.device.model=h100-sxm"}, keep_precision) ==
+        std::set<Precision>{Precision::Bf16});
 }
