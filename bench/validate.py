@@ -15,6 +15,10 @@ with flops one of
                      parameter of the LLaMA, embedding included, as torchtitan counted it when
                      docs/performance.md was written; N = l·(2h² + 2h·kv·h/a + 3h·f + 2h) + 2Vh + h
                      with kv = n_kv_heads, a = n_heads, f = ffn_hidden: grouped-query attention)
+  nemo-dense         B·s·(12·l·h²·(1 + g/a + s/h) + 18·l·f·h + 6·V·h)  (the model flops of NVIDIA's
+                     DGX Cloud Llama 3.1 recipes, llama3.1/README_8b.md's Notes: g = n_kv_heads,
+                     a = n_heads, f = ffn_hidden; attention counted without the causal mask's
+                     half, s/h; 4.74E+14 per sequence for Llama 3.1 8B at s 8192)
   nemo-moe           B·s·(12·l·h²·(1 + g/a + s/2h) + 18·l·fe·h·k + 6·V·h)  (the model flops of
                      NVIDIA's DGX Cloud MoE recipes, grok1/README.md's Notes: g = n_kv_heads,
                      a = n_heads, fe = the experts' FFN width, k = top_k; every layer counted as a
@@ -64,6 +68,9 @@ def step_flops(formula, d):
         kv = d.get("n_kv_heads", a)
         N = l * (2 * h * h + 2 * h * kv * (h // a) + 3 * h * f + 2 * h) + 2 * V * h + h
         return B * s * (6 * N + 12 * l * h * s)
+    if formula == "nemo-dense":
+        g, a, f = d["n_kv_heads"], d["n_heads"], d["ffn_hidden"]
+        return B * s * (12 * l * h * h * (1 + g / a + s / h) + 18 * l * f * h + 6 * V * h)
     if formula == "nemo-moe":
         g, a, fe, k = d["n_kv_heads"], d["n_heads"], d["expert_ffn_hidden"], d["top_k"]
         return B * s * (12 * l * h * h * (1 + g / a + s / (2 * h)) + 18 * l * fe * h * k
