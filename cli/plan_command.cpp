@@ -35,7 +35,8 @@ bool same_shape(const Scenario& x, const Scenario& y) {
   return a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.micro_batch_size == b.micro_batch_size &&
          a.microbatches == b.microbatches && a.schedule == b.schedule &&
          a.virtual_stages == b.virtual_stages && a.recompute == b.recompute && a.ep == b.ep &&
-         a.expert_tp() == b.expert_tp() && x.training.precision == y.training.precision;
+         a.cp == b.cp && a.expert_tp() == b.expert_tp() &&
+         x.training.precision == y.training.precision;
 }
 
 // A one-line progress bar on stderr, "LABEL done/total", redrawn on a terminal and written
@@ -137,7 +138,7 @@ void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* trainin
   cmd->add_option("--top", options->top, "Layouts to simulate with SimGrid")->capture_default_str();
   cmd->add_option("--keep", options->keep,
                   "Hold a setting at the scenario's value: zero, recompute, sequence_parallel, "
-                  "ep (layout.ep and layout.etp) or precision (repeatable)");
+                  "ep (layout.ep and layout.etp), cp or precision (repeatable)");
   cmd->add_option("--run", options->run,
                   "Train the K fastest simulated layouts for real on this machine (only layouts "
                   "dtwin train can execute are searched)");

@@ -79,10 +79,27 @@ bool kept(const std::vector<std::string>& keep, const std::string& key) {
   return std::ranges::find(keep, key) != keep.end();
 }
 
-// The expert layouts of a tp · dp split of a MoE model, as settings: etp 1 and tp, and every ep
-// that divides num_experts and the dp·tp / etp GPUs that fold into etp × ep × edp (Megatron-Core's
-// MoE parallel folding, LayoutSpec::expert_dp). The base's ep and etp when "ep" is kept (an etp
-// the base leaves at tp then follows each layout's tp); one empty setting for a dense model.
+// The context-parallel degrees to search on `rest` = dp · cp GPUs of a tp · pp split: the base's
+// when "cp" is kept; else 1 and, with flash attention, every power of two that divides `rest`
+// and cuts each sequence into 2·cp chunks of at least 1024 tokens (shorter chunks leave too little
+// attention to hide the ring's steps under: a search bound, not a rule of the schema).
+std::vector<int> context_parallel_sizes(const Scenario& base, const std::vector<std::string>& keep,
+                                        int rest) {
+  if (kept(keep, "cp"))
+    return rest % base.layout.cp == 0 ? std::vector{base.layout.cp} : std::vector<int>{};
+  std::vector<int> sizes{1};
+  if (base.model.attention != Attention::Flash) return sizes;
+  for (int cp = 2; cp <= rest && rest % cp == 0; cp *= 2)
+    if (base.model.seq_len % (2 * cp) == 0 && base.model.seq_len / (2 * cp) >= 1024)
+      sizes.push_back(cp);
+  return sizes;
+}
+
+// The expert layouts of a tp · dp split of a MoE model (dp here the dp·cp GPUs), as settings:
+// etp 1 and tp, and every ep that divides num_experts and the dp·tp / etp GPUs that fold into
+// etp × ep × edp (Megatron-Core's MoE parallel folding, LayoutSpec::expert_dp). The base's ep and
+// etp when "ep" is kept (an etp the base leaves at tp then follows each layout's tp); one empty
+// setting for a dense model.
 std::vector<Settings> expert_layouts(const Scenario& base, const std::vector<std::string>& keep,
                                      int tp, int dp) {
   const MoeSpec& moe = base.model.moe;
@@ -132,41 +149,48 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
     return Settings{{"layout.schedule", std::string(kind)}, {"layout.virtual_stages", number(v)}};
   };
   std::vector<Settings> layouts;
-  for_each_split(base, gpus, [&](int tp, int pp, int dp) {
-    const std::vector<Settings> experts = expert_layouts(base, keep, tp, dp);
-    for (int mbs : {1, 2, 4, 8, 16}) {
-      if (global_batch % (dp * mbs) != 0) continue;
-      const int m = global_batch / (dp * mbs);
-      std::vector<Settings> schedules = {schedule("1f1b", 1)};
-      if (pp > 1)
-        for (const char* s : {"gpipe", "zb-h1", "zb-1p", "zb-2p"})
-          schedules.push_back(schedule(s, 1));
-      if (pp > 1)
-        for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
-          if ((base.model.n_layers / pp) % v == 0)
-            schedules.push_back(schedule("interleaved-1f1b", v));
-      if (pp > 1 && base.model.n_layers % (2 * pp) == 0) schedules.push_back(schedule("zb-v", 2));
-      for (const Settings& sched : schedules)
-        for (int zero : zeros)
-          for (const std::string& recompute : recomputes)
-            for (bool sp : sps) {
-              if ((sp && tp == 1) || (zero > 0 && dp == 1)) continue;
-              Settings settings = {
-                  {"layout.tp", number(tp)},          {"layout.pp", number(pp)},
-                  {"layout.dp", number(dp)},          {"layout.micro_batch_size", number(mbs)},
-                  {"layout.microbatches", number(m)}, {"layout.zero", number(zero)},
-                  {"layout.recompute", recompute},    {"layout.sequence_parallel", sp}};
-              if (zero == 0) settings.emplace_back("layout.overlap_param_gather", false);
-              if (!sp) settings.emplace_back("layout.tp_comm_overlap", false);
-              settings.insert(settings.end(), sched.begin(), sched.end());
-              for (const Settings& expert : experts)
-                for (const Settings& training : trainings) {
-                  Settings layout = settings;
-                  layout.insert(layout.end(), expert.begin(), expert.end());
-                  layout.insert(layout.end(), training.begin(), training.end());
-                  layouts.push_back(std::move(layout));
-                }
-            }
+  for_each_split(base, gpus, [&](int tp, int pp, int rest) {
+    for (int cp : context_parallel_sizes(base, keep, rest)) {
+      const int dp = rest / cp;
+      const std::vector<Settings> experts = expert_layouts(base, keep, tp, rest);
+      for (int mbs : {1, 2, 4, 8, 16}) {
+        if (global_batch % (dp * mbs) != 0) continue;
+        const int m = global_batch / (dp * mbs);
+        std::vector<Settings> schedules = {schedule("1f1b", 1)};
+        if (pp > 1)
+          for (const char* s : {"gpipe", "zb-h1", "zb-1p", "zb-2p"})
+            schedules.push_back(schedule(s, 1));
+        if (pp > 1)
+          for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
+            if ((base.model.n_layers / pp) % v == 0)
+              schedules.push_back(schedule("interleaved-1f1b", v));
+        if (pp > 1 && base.model.n_layers % (2 * pp) == 0) schedules.push_back(schedule("zb-v", 2));
+        for (const Settings& sched : schedules)
+          for (int zero : zeros)
+            for (const std::string& recompute : recomputes)
+              for (bool sp : sps) {
+                if ((sp && tp == 1) || (zero > 0 && rest == 1)) continue;
+                Settings settings = {{"layout.tp", number(tp)},
+                                     {"layout.pp", number(pp)},
+                                     {"layout.dp", number(dp)},
+                                     {"layout.cp", number(cp)},
+                                     {"layout.micro_batch_size", number(mbs)},
+                                     {"layout.microbatches", number(m)},
+                                     {"layout.zero", number(zero)},
+                                     {"layout.recompute", recompute},
+                                     {"layout.sequence_parallel", sp}};
+                if (zero == 0) settings.emplace_back("layout.overlap_param_gather", false);
+                if (!sp) settings.emplace_back("layout.tp_comm_overlap", false);
+                settings.insert(settings.end(), sched.begin(), sched.end());
+                for (const Settings& expert : experts)
+                  for (const Settings& training : trainings) {
+                    Settings layout = settings;
+                    layout.insert(layout.end(), expert.begin(), expert.end());
+                    layout.insert(layout.end(), training.begin(), training.end());
+                    layouts.push_back(std::move(layout));
+                  }
+              }
+      }
     }
   });
   return layouts;
@@ -188,8 +212,8 @@ class ProxyCache {
  public:
   std::shared_ptr<const sched::Schedule> get(const LayoutSpec& l, const sched::PassTimes& t) {
     const auto key =
-        std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches, std::min(l.dp, 2), l.dp_sync,
-                   l.zero, l.zero3_gather, t.f, t.i, t.w, t.comm);
+        std::tuple(l.schedule, l.pp, l.virtual_stages, l.microbatches, std::min(l.dp_cp(), 2),
+                   l.dp_sync, l.zero, l.zero3_gather, t.f, t.i, t.w, t.comm);
     {
       std::lock_guard lock(mutex_);
       if (const auto it = proxies_.find(key); it != proxies_.end()) return it->second;
@@ -270,9 +294,9 @@ LayoutSearch search_layouts(const PlanRequest& request,
   const Settings base_settings = cluster_settings(base, request.gpus);
   for (const std::string& key : request.keep)
     if (key != "zero" && key != "recompute" && key != "sequence_parallel" && key != "ep" &&
-        key != "precision")
+        key != "cp" && key != "precision")
       throw UserError("--keep " + key +
-                      ": expected zero, recompute, sequence_parallel, ep or precision");
+                      ": expected zero, recompute, sequence_parallel, ep, cp or precision");
   const std::vector<Settings> layouts = enumerate(base, request);
   if (layouts.empty()) {
     const std::set<int> dps = data_parallel_sizes(base, request.gpus);

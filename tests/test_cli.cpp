@@ -436,7 +436,7 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   int simulated = 0;
   double last_estimate = 0;
   for (const std::vector<std::string>& fields : table) {
-    REQUIRE(fields.size() == 23);
+    REQUIRE(fields.size() == 24);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
     last_estimate = estimate;
@@ -496,7 +496,7 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
   REQUIRE(result.exit_code == 0);
   const auto rows = plan_rows(out);
   for (const std::vector<std::string>& fields : rows) {
-    REQUIRE(fields.size() == 23);
+    REQUIRE(fields.size() == 24);
     CHECK(fields[7] == "0");  // zero
     CHECK(fields[8] == "selective");
     CHECK(fields[9] == "0");  // sequence_parallel

@@ -79,7 +79,7 @@ TEST_CASE("the planner searches the expert-parallel degrees that fold into dp·t
   const Scenario base =
       load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/mixtral-8x7b-64gpu.yaml",
                     {"cluster.device.memory=100000GiB"});
-  const PlanRequest request{base, 8, 8, {"zero", "recompute", "sequence_parallel"}, {}};
+  const PlanRequest request{base, 8, 8, {"zero", "recompute", "sequence_parallel", "cp"}, {}};
   const LayoutSearch search = search_layouts(request, [](int, int) {});
   REQUIRE_FALSE(search.fitting.empty());
   // (tp, dp) -> (etp, ep) pairs seen
@@ -113,7 +113,7 @@ TEST_CASE("the planner offers fp8 only on a device with fp8 tensor cores", "[thr
       seen.insert(c.scenario.training.precision);
     return seen;
   };
-  const std::vector<std::string> keep = {"zero", "recompute", "sequence_parallel"};
+  const std::vector<std::string> keep = {"zero", "recompute", "sequence_parallel", "cp"};
   // LLaMA-2 7B on A100s (no fp8_flops): bf16 only.
   CHECK(precisions({}, keep) == std::set<Precision>{Precision::Bf16});
   // On H100s: bf16 and fp8, unless the precision is kept.
@@ -123,4 +123,35 @@ TEST_CASE("the planner offers fp8 only on a device with fp8 tensor cores", "[thr
   keep_precision.push_back("precision");
   CHECK(precisions({"cluster.device.model=h100-sxm"}, keep_precision) ==
         std::set<Precision>{Precision::Bf16});
+}
+
+TEST_CASE("the planner searches context parallelism for flash attention over long sequences",
+          "[threads]") {
+  const auto searched = [](const std::vector<std::string>& sets) {
+    const Scenario base = load_scenario(kLlama, sets);
+    const PlanRequest request{base, 8, 8, {"zero", "recompute", "sequence_parallel"}, {}};
+    std::set<int> cps;
+    for (const LayoutCandidate& c : search_layouts(request, [](int, int) {}).fitting) {
+      const LayoutSpec& l = c.scenario.layout;
+      CHECK(l.dp * l.cp * l.pp * l.tp == 8);
+      CHECK(l.dp * l.micro_batch_size * l.microbatches == 8);  // the global batch, not dp·cp
+      CHECK(c.scenario.model.seq_len % (2 * l.cp) == 0);
+      cps.insert(l.cp);
+    }
+    return cps;
+  };
+  const std::vector<std::string> roomy = {"cluster.device.memory=100000GiB",
+                                          "model.attention=flash"};
+  // 16K tokens: chunks of at least 1024 tokens allow cp up to 8 on 8 GPUs
+  std::vector<std::string> long_context = roomy;
+  long_context.push_back("model.seq_len=16384");
+  CHECK(searched(long_context) == std::set<int>{1, 2, 4, 8});
+  // 4K tokens: 2·cp chunks of 1024 stop at cp 2
+  std::vector<std::string> short_context = roomy;
+  short_context.push_back("model.seq_len=4096");
+  CHECK(searched(short_context) == std::set<int>{1, 2});
+  // eager attention: no context parallelism
+  std::vector<std::string> eager = long_context;
+  eager.push_back("model.attention=eager");
+  CHECK(searched(eager) == std::set<int>{1});
 }
