@@ -257,7 +257,8 @@ TEST_CASE("the schedule JSON names ZeRO-3's gather granularity") {
   CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 2)), !Contains("zero3_gather"));
 }
 
-TEST_CASE("hybrid sharding lowers as ZeRO does; the validator and the lowering check dp_shard") {
+TEST_CASE(
+    "hybrid sharding lowers as ZeRO does, and the validator and the lowering check dp_shard") {
   for (int zero = 1; zero <= 3; ++zero) {
     CAPTURE(zero);
     Layout layout = zero_layout(4, 2, 8, zero);

@@ -246,8 +246,8 @@ void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
                    "false unless layout.zero > 0 (only sharded parameters are gathered)"});
   if (l.dp_shard > 0 && l.zero == 0)
     out.push_back({{"layout.dp_shard", "layout.zero"},
-                   "absent (0) unless layout.zero > 0 (dp_shard sets the replicas over which ZeRO "
-                   "shards)"});
+                   "absent (0) unless layout.zero is 1, 2 or 3 (dp_shard sets the replicas over "
+                   "which ZeRO shards)"});
   if (l.dp_shard > 0 && l.dp % l.dp_shard != 0)
     out.push_back({{"layout.dp_shard", "layout.dp"},
                    fmt::format("layout.dp_shard ({}) to divide layout.dp ({}) (each shard group "
