@@ -45,6 +45,8 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
       {l.zero != 3 || l.zero3_gather == sched::Zero3Gather::Stage, "layout.zero3_gather",
        "stage with layout.zero 3 (the runtime gathers whole stages; per-layer gathering is "
        "simulated only)"},
+      {!l.hybrid_shard(), "layout.dp_shard",
+       "absent, 0 or layout.dp (hybrid sharding, HSDP, is simulated only)"},
   };
   std::vector<Violation> violations;
   for (const Requirement& q : requirements)

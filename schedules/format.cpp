@@ -67,6 +67,7 @@ std::string to_json(const Schedule& schedule, const DryRun* dry) {
                    {"dp_sync", kDpSyncNames.name(l.dp_sync)},
                    {"zero", l.zero}};
   if (l.zero == 3) doc["layout"]["zero3_gather"] = kZero3GatherNames.name(l.zero3_gather);
+  if (l.hybrid_shard()) doc["layout"]["dp_shard"] = l.dp_shard;
   if (l.placement == StagePlacement::VShape) doc["layout"]["placement"] = "v-shape";
   nlohmann::json ranks = nlohmann::json::array();
   for (const ActionList& actions : schedule.ranks) {

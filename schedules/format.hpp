@@ -21,7 +21,8 @@ Schedule parse_text(const std::string& text, const std::string& name, const Layo
 std::string to_csv(const Schedule& schedule);
 
 /// {"name", "layout": {dp, pp, virtual_stages, microbatches, dp_sync, zero, zero3_gather with zero
-/// 3, placement "v-shape" for the V schedules}, "ranks": [[actions]]},
+/// 3, dp_shard under hybrid sharding, placement "v-shape" for the V schedules}, "ranks":
+/// [[actions]]},
 /// plus "dry_run": {step_units, bubble_fraction, deadlocked} when `dry` is given.
 std::string to_json(const Schedule& schedule, const DryRun* dry = nullptr);
 

@@ -110,8 +110,18 @@ struct Layout {
   Zero3Gather zero3_gather = Zero3Gather::Stage;
   /// Set by generate() from the schedule kind (its requirements()).
   StagePlacement placement = StagePlacement::Interleaved;
+  /// Hybrid sharding (HSDP): the data-parallel indices one ZeRO shard group spans, consecutive
+  /// (group k holds dp_index k·dp_shard .. (k+1)·dp_shard - 1); 0 = all dp. With
+  /// 0 < dp_shard < dp (dividing dp; zero > 0) the lowering is unchanged, UNSHARD gathers inside
+  /// the shard group and REDUCE_GRAD reduce-scatters inside it, then all-reduces the shard across
+  /// the dp / dp_shard indices that hold it (dp_index mod dp_shard equal).
+  int dp_shard = 0;
 
   int num_stages() const { return pp * virtual_stages; }
+  /// The data-parallel indices of a ZeRO shard group: dp_shard, or dp without hybrid sharding.
+  int shard_size() const { return dp_shard > 0 ? dp_shard : dp; }
+  /// True under hybrid sharding: 0 < dp_shard < dp.
+  bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
   /// TP groups (action lists): dp*pp.
   int group_count() const { return dp * pp; }
   /// Ranks (processes) that execute the schedule: dp*pp*tp.
@@ -153,6 +163,10 @@ struct Schedule {
   Layout layout;
   std::vector<ActionList> ranks;  ///< one list per TP group, in execution order
 };
+
+/// Why `layout`'s dp_shard is invalid: negative, not dividing dp, or hybrid (below dp) with
+/// zero 0; "" when valid.
+std::string shard_error(const Layout& layout);
 
 /// Builds the dp-replicated schedule from the action lists of one pipeline (pp lists).
 Schedule replicate_pipeline(std::string name, const Layout& layout,

@@ -114,6 +114,8 @@ void check_zero(const Layout& layout) {
   if (layout.zero > 0 && layout.dp_sync != DpSync::AllReduce)
     throw std::invalid_argument(zero + " needs layout.dp_sync allreduce, got " +
                                 std::string(kDpSyncNames.name(layout.dp_sync)));
+  if (const std::string error = shard_error(layout); !error.empty())
+    throw std::invalid_argument(error);
 }
 
 }  // namespace

@@ -265,6 +265,7 @@ class Validator {
     if (layout_.zero > 0 && layout_.dp_sync != DpSync::AllReduce)
       fail(zero_str() + " needs layout.dp_sync allreduce, got " +
            std::string(kDpSyncNames.name(layout_.dp_sync)));
+    if (const std::string error = shard_error(layout_); !error.empty()) fail(error);
     const bool allreduce = sync && layout_.zero == 0;
     for_each_rank_stage([&](int r, int stage) {
       const std::string what = stage_on(stage, r);

@@ -249,6 +249,46 @@ sim::Group dp_group(const World& world, int rank, int stage, int step) {
   return group;
 }
 
+// Under hybrid sharding (sched::Layout::dp_shard), `rank`'s shard group in its data-parallel
+// group `all`: the dp_shard consecutive dp indices holding its own, tagged `all`'s tag +
+// ":shard" + which (replicas_of reads that suffix). `all` itself without hybrid sharding.
+sim::Group shard_group(const World& world, const sim::Group& all, int rank) {
+  const sched::Layout& layout = world.schedule.layout;
+  if (!layout.hybrid_shard()) return all;
+  const int d = layout.dp_index(rank), size = layout.shard_size(), first = d - d % size;
+  sim::Group group;
+  group.ranks.assign(all.ranks.begin() + first, all.ranks.begin() + first + size);
+  group.me = d - first;
+  group.tag = all.tag + ":shard" + std::to_string(d / size);
+  return group;
+}
+
+// The groups that hold the same shard as the member `shard.me` of shard group `shard`
+// (shard_group): the dp / dp_shard groups of its pipeline rank whose dp index is congruent to
+// its own mod dp_shard, tagged as `shard`'s collective with ":replicas<j>" for ":shard<k>".
+sim::Group replicas_of(const World& world, const sim::Group& shard) {
+  const sched::Layout& layout = world.schedule.layout;
+  const int rank = shard.ranks[shard.me], size = layout.shard_size();
+  const int d = layout.dp_index(rank), pipeline_rank = layout.pipeline_rank(rank);
+  sim::Group group;
+  for (int k = d % size; k < layout.dp; k += size)
+    group.ranks.push_back(layout.group(k, pipeline_rank));
+  group.me = d / size;
+  // `shard`'s tag with ":shard<k>" (and not what follows it: a bucket's) put ":replicas<j>".
+  const size_t at = shard.tag.rfind(":shard");
+  const size_t end = shard.tag.find_first_not_of("0123456789", at + 6);
+  group.tag = shard.tag.substr(0, at) + ":replicas" + std::to_string(d % size) +
+              (end == std::string::npos ? "" : shard.tag.substr(end));
+  return group;
+}
+
+// The DpRing of a ring over `ranks`: the nodes they span and its largest route latency.
+DpRing ring_of(const std::vector<int>& ranks, const Platform& platform) {
+  std::set<int> nodes;
+  for (int rank : ranks) nodes.insert(platform.rank_nodes[rank]);
+  return {static_cast<int>(nodes.size()), sim::max_ring_latency(ranks, platform)};
+}
+
 // The DpRing of each pipeline rank's data-parallel groups (every replica's group of a pipeline
 // rank spans the same nodes); empty when NCCL does not price the collectives.
 std::vector<DpRing> dp_rings(const Scenario& scenario, const sched::Layout& layout,
@@ -257,12 +297,8 @@ std::vector<DpRing> dp_rings(const Scenario& scenario, const sched::Layout& layo
   if (!nccl_collectives(scenario) || profile) return rings;
   for (int p = 0; p < layout.pp; ++p) {
     std::vector<int> ranks;
-    std::set<int> nodes;
-    for (int d = 0; d < layout.dp; ++d) {
-      ranks.push_back(layout.group(d, p));
-      nodes.insert(platform.rank_nodes[ranks.back()]);
-    }
-    rings.push_back({static_cast<int>(nodes.size()), sim::max_ring_latency(ranks, platform)});
+    for (int d = 0; d < layout.dp; ++d) ranks.push_back(layout.group(d, p));
+    rings.push_back(ring_of(ranks, platform));
   }
   return rings;
 }
@@ -275,7 +311,10 @@ double nccl_extra_latency(const World& world, const sim::Group& group, ActionKin
                           double bytes) {
   const int n = static_cast<int>(group.ranks.size());
   if (world.dp_rings.empty() || n < 2) return 0;
-  const DpRing& ring = world.dp_rings[world.schedule.layout.pipeline_rank(group.ranks[0])];
+  // A hybrid-sharding group (part of the data-parallel group) spans nodes of its own.
+  const DpRing ring = n < world.schedule.layout.dp
+                          ? ring_of(group.ranks, world.platform)
+                          : world.dp_rings[world.schedule.layout.pipeline_rank(group.ranks[0])];
   const NcclCollective collective = kind == ActionKind::ALLREDUCE ? NcclCollective::AllReduce
                                     : kind == ActionKind::UNSHARD ? NcclCollective::AllGather
                                                                   : NcclCollective::ReduceScatter;
@@ -288,25 +327,34 @@ double nccl_extra_latency(const World& world, const sim::Group& group, ActionKin
 
 // Runs the algorithm of a data-parallel collective of `bytes`: ALLREDUCE (the scenario's
 // dp_sync), REDUCE_GRAD (ring reduce-scatter) or UNSHARD (ring all-gather); a ring under NCCL
-// then waits nccl_extra_latency.
+// then waits nccl_extra_latency. `ring` is collective_of's group: under hybrid sharding a
+// REDUCE_GRAD's and an UNSHARD's shard group (shard_group); the REDUCE_GRAD then all-reduces the
+// reduced shard, bytes / the shard group's size, across replicas_of that group (HSDP: FSDP2's
+// reduce-scatter, then all-reduce over the replicate dimension).
 void run_collective(const World& world, const sim::Group& ring, ActionKind kind, double bytes) {
   const Platform& platform = world.platform;
   sim::Group group = ring;
   group.extra_latency_s = nccl_extra_latency(world, ring, kind, bytes);
-  if (kind != ActionKind::ALLREDUCE)
+  if (kind != ActionKind::ALLREDUCE) {
     ring_half(group, bytes, world.collectives, platform,
               kind == ActionKind::UNSHARD ? platform.gather_cpu_s_per_byte
                                           : platform.reduce_scatter_cpu_s_per_byte);
-  else if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
+    if (kind == ActionKind::REDUCE_GRAD && world.schedule.layout.hybrid_shard()) {
+      const double shard = bytes / static_cast<double>(ring.ranks.size());
+      sim::Group across = replicas_of(world, ring);
+      across.extra_latency_s = nccl_extra_latency(world, across, ActionKind::ALLREDUCE, shard);
+      ring_allreduce(across, shard, world.collectives, platform);
+    }
+  } else if (world.schedule.layout.dp_sync == sched::DpSync::GatherScatter)
     gather_scatter(group, bytes, world.platform);
   else
     ring_allreduce(group, bytes, world.collectives, world.platform);
 }
 
 // The data-parallel group of action `a` (ALLREDUCE, REDUCE_GRAD or UNSHARD) of step `step` with
-// a tag unique to this instance, and the bytes it moves: gradients (at training.grad_precision),
-// the weights gathered by UNSHARD (at the training precision) or, for weight averaging, the fp32
-// weights.
+// a tag unique to this instance (under hybrid sharding a REDUCE_GRAD's and an UNSHARD's shard
+// group), and the bytes it moves: gradients (at training.grad_precision), the weights gathered by
+// UNSHARD (at the training precision) or, for weight averaging, the fp32 weights.
 std::pair<sim::Group, double> collective_of(World& world, int rank, const Action& a, int step) {
   sim::Group group = dp_group(world, rank, a.stage, step);
   if (a.kind == ActionKind::UNSHARD)
@@ -316,6 +364,7 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
     group.tag = "rs:" + std::to_string(a.stage) + step_suffix(step);
   if (a.kind == ActionKind::REDUCE_GRAD && world.scenario.layout.gathers_layers())
     group.tag += ":" + std::to_string(world.reductions[{rank, a.stage}]++);  // one per microbatch
+  if (a.kind != ActionKind::ALLREDUCE) group = shard_group(world, group, rank);
   if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
   const bool averaged = a.kind == ActionKind::ALLREDUCE &&
                         world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;

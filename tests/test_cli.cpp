@@ -342,6 +342,15 @@ TEST_CASE("train, run and profile refuse training.precision fp8 (simulated only)
   }
 }
 
+TEST_CASE("train refuses hybrid sharding (layout.dp_shard, simulated only), with exit 2") {
+  const std::string zero3 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/zero3-dp2.yaml";
+  const Result result = run_dtwin("train " + zero3 + " --set layout.dp_shard=1");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Catch::Contains("layout.dp_shard") &&
+                                Catch::Contains("hybrid sharding, HSDP, is simulated only"));
+}
+
 TEST_CASE("train refuses a tensor-parallel size that does not divide the model, with exit 2") {
   const std::string out = "train-tp4";
   std::filesystem::remove_all(out);

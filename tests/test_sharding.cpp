@@ -256,3 +256,30 @@ TEST_CASE("the schedule JSON names ZeRO-3's gather granularity") {
              Contains("\"zero3_gather\": \"stage\""));
   CHECK_THAT(to_json(lowered(ScheduleKind::OneFOneB, 2, 2, 2)), !Contains("zero3_gather"));
 }
+
+TEST_CASE(
+    "hybrid sharding lowers as ZeRO does, and the validator and the lowering check dp_shard") {
+  for (int zero = 1; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    Layout layout = zero_layout(4, 2, 8, zero);
+    layout.dp_shard = 2;
+    const Schedule hybrid = lower(generate(ScheduleKind::OneFOneB, layout));
+    CHECK_NOTHROW(validate(hybrid, Expect::Lowered));
+    CHECK(to_json(hybrid).find("\"dp_shard\": 2") != std::string::npos);
+    // The same actions as plain ZeRO over dp 4: the simulator splits REDUCE_GRAD in two.
+    const Schedule flat = lower(generate(ScheduleKind::OneFOneB, zero_layout(4, 2, 8, zero)));
+    CHECK(hybrid.ranks == flat.ranks);
+    CHECK(dry_run(hybrid).step_units == dry_run(flat).step_units);
+  }
+  Layout uneven = zero_layout(4, 1, 2, 1);
+  uneven.dp_shard = 3;
+  CHECK_THROWS_WITH(lower(generate(ScheduleKind::OneFOneB, uneven)),
+                    Contains("layout.dp_shard 3: expected a divisor of dp 4"));
+  Layout unsharded = zero_layout(4, 1, 2, 0);
+  unsharded.dp_shard = 2;
+  CHECK_THROWS_WITH(lower(generate(ScheduleKind::OneFOneB, unsharded)),
+                    Contains("needs layout.zero > 0"));
+  Schedule relabelled = lower(generate(ScheduleKind::OneFOneB, zero_layout(4, 1, 2, 0)));
+  relabelled.layout.dp_shard = 2;
+  CHECK_THROWS_WITH(validate(relabelled, Expect::Lowered), Contains("needs layout.zero > 0"));
+}

@@ -238,3 +238,61 @@ TEST_CASE("context parallelism reduces gradients over dp·cp: dp 1 · cp 4 all-r
       exposed_by_kind(data_parallel(n, {"layout.dp=1", "layout.cp=4", "model.attention=flash"}));
   CHECK(x.at("ALLREDUCE") == Approx(2 * half(x.at("bytes"))).epsilon(0.005));
 }
+
+TEST_CASE("hybrid sharding: dp 8, dp_shard 2 holds the states of a shard group of 2") {
+  // quickstart's one stage of Ψ parameters at fp32 (AdamW's 16 bytes per parameter: weights 4,
+  // gradients 4, moments 8), Rajbhandari et al. 2020 §5 with N = the shard group, 2.
+  for (int zero = 1; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    const std::string z = "layout.zero=" + std::to_string(zero);
+    const CostModel flat(data_parallel(8, {z})), hybrid(data_parallel(8, {z, "layout.dp_shard=2"}));
+    const double psi = hybrid.stage(0).params;
+    const double expected = zero == 1   ? 8 * psi + 8 * psi / 2
+                            : zero == 2 ? 4 * psi + 12 * psi / 2
+                                        : 16 * psi / 2;
+    CHECK(hybrid.static_memory_bytes(0) == Approx(expected));
+    CHECK(hybrid.static_memory_bytes(0) ==
+          Approx(CostModel(data_parallel(2, {z})).static_memory_bytes(0)));
+    const double flat_expected = zero == 1   ? 8 * psi + 8 * psi / 8
+                                 : zero == 2 ? 4 * psi + 12 * psi / 8
+                                             : 16 * psi / 8;
+    CHECK(flat.static_memory_bytes(0) == Approx(flat_expected));
+  }
+  // ZeRO 2's unreduced gradients beyond the shard: 4Ψ·(1 − 1/2).
+  const CostModel zero2(data_parallel(8, {"layout.zero=2", "layout.dp_shard=2"}));
+  CHECK(zero2.gathered_gradient_bytes(0) == Approx(4 * zero2.stage(0).params / 2));
+  // dp_shard = dp is plain ZeRO.
+  CHECK(
+      CostModel(data_parallel(8, {"layout.zero=1", "layout.dp_shard=8"})).static_memory_bytes(0) ==
+      CostModel(data_parallel(8, {"layout.zero=1"})).static_memory_bytes(0));
+}
+
+TEST_CASE(
+    "hybrid sharding's collectives: reduce-scatter over the shard group, all-reduce of the shard "
+    "across replicas, all-gather over the shard group") {
+  const int n = 4;
+  // A ring half of `bytes` over `k` ranks: (k−1)·bytes/(k·β).
+  const auto half = [](double bytes, int k) { return (k - 1) * bytes / (k * kBandwidth); };
+  SECTION("dp 4, dp_shard 2, zero 1: shard groups {0, 1} and {2, 3}, replicas {0, 2}, {1, 3}") {
+    const auto x = exposed_by_kind(data_parallel(n, {"layout.zero=1", "layout.dp_shard=2"}));
+    const double S = x.at("bytes");
+    CHECK(x.at("ALLREDUCE") == 0);
+    CHECK(x.at("REDUCE_GRAD") == Approx(half(S, 2) + 2 * half(S / 2, 2)).epsilon(0.005));
+    CHECK(x.at("UNSHARD") == Approx(half(S, 2)).epsilon(0.005));
+    // = S/β, against the flat reduce-scatter's 3S/(4β)
+    CHECK(x.at("REDUCE_GRAD") == Approx(S / kBandwidth).epsilon(0.005));
+  }
+  SECTION("dp 4, dp_shard 2, zero 3 (stage): the gathers of F and of B inside the shard group") {
+    const auto x = exposed_by_kind(
+        data_parallel(n, {"layout.zero=3", "layout.zero3_gather=stage", "layout.dp_shard=2"}));
+    const double S = x.at("bytes");
+    CHECK(x.at("REDUCE_GRAD") == Approx(half(S, 2) + 2 * half(S / 2, 2)).epsilon(0.005));
+    CHECK(x.at("UNSHARD") == Approx(2 * half(S, 2)).epsilon(0.005));
+  }
+  SECTION("dp 4, dp_shard 1: no sharding, the whole gradients all-reduced over 4") {
+    const auto x = exposed_by_kind(data_parallel(n, {"layout.zero=1", "layout.dp_shard=1"}));
+    const double S = x.at("bytes");
+    CHECK(x.at("REDUCE_GRAD") == Approx(2 * half(S, 4)).epsilon(0.005));
+    CHECK(x.at("UNSHARD") == 0);
+  }
+}

@@ -127,3 +127,26 @@ TEST_CASE("ZeRO-3 per layer holds the two largest units gathered, per stage the 
   const StepEstimate stage_estimate = estimate_step(per_stage, stage_cost);
   for (int r = 0; r < 2; ++r) CHECK(layer_estimate.peak_bytes[r] < stage_estimate.peak_bytes[r]);
 }
+
+TEST_CASE(
+    "the estimate under hybrid sharding: reduce-scatter and all-gather over dp_shard, all-reduce "
+    "of the shard across the replicas") {
+  const double alpha = 1e-5, beta = 1e9;  // the node's link: seconds, bytes/s
+  const auto exposed = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), {"layout.dp=4", "layout.zero=1", "cluster.devices_per_node=4",
+                             "cluster.intra_node.latency=" + std::to_string(alpha),
+                             "cluster.intra_node.bandwidth=" + std::to_string(beta)});
+    const Scenario scenario = layout("1f1b", 1, 4, 1, sets);
+    const CostModel cost(scenario);
+    // pp 1: no pipeline transfers, so the exposed communication is the gradient synchronisation
+    return std::pair{estimate_step(scenario, cost).exposed_comm_s, cost.gradient_bytes(0)};
+  };
+  // A ring half of `bytes` over k GPUs: (k−1)(α + bytes/(k·β)); fp32 weights gather as many bytes.
+  const auto half = [&](double bytes, int k) { return (k - 1) * (alpha + bytes / (k * beta)); };
+  const auto [flat, S] = exposed({});
+  CHECK(flat == Approx(2 * half(S, 4)));
+  const auto [hybrid, bytes] = exposed({"layout.dp_shard=2"});
+  CHECK(hybrid == Approx(2 * half(S, 2) + 2 * half(S / 2, 2)));
+  // The same bytes per GPU, 2S(1 − 1/4), in 4 ring steps instead of 6.
+  CHECK(hybrid - flat == Approx(-2 * alpha));
+}

@@ -144,9 +144,9 @@ double overlapped_tp_seconds(double comm, double gemm, double slowdown) {
 }
 
 /// The parameters of `params` whose optimizer state one GPU holds and updates: its 1/tp slice,
-/// and 1/(dp·cp) of that under ZeRO.
+/// and 1/(dp·cp) of that under ZeRO (1/(dp_shard·cp) under hybrid sharding: zero_group()).
 double optimizer_shard(const LayoutSpec& l, double params) {
-  return params / l.tp / (l.zero >= 1 ? l.dp_cp() : 1);
+  return params / l.tp / (l.zero >= 1 ? l.zero_group() : 1);
 }
 
 /// Seconds a layer's context-parallel exchange adds to F and to I (or B): cp_exposed_seconds
@@ -452,11 +452,13 @@ double CostModel::parameter_bytes(int s) const {
 }
 
 double CostModel::static_memory_bytes(int s) const {
-  // A MoE stage's experts shard over edp (expert_state_bytes_per_gpu), the rest over dp.
+  // A MoE stage's experts shard over edp (expert_state_bytes_per_gpu), the rest over the ZeRO
+  // group (dp·cp, or dp_shard·cp under hybrid sharding).
   const double moe = stage(s).moe_layers;
   const double experts = moe * expert_params_per_gpu(model_, layout_);
-  return model_state_bytes(stage(s).params / layout_.tp - experts, layout_.zero, layout_.dp_cp(),
-                           layout_.offload, bytes_per_element_, grad_bytes_per_element_) +
+  return model_state_bytes(stage(s).params / layout_.tp - experts, layout_.zero,
+                           layout_.zero_group(), layout_.offload, bytes_per_element_,
+                           grad_bytes_per_element_) +
          moe * expert_state_bytes_per_gpu(model_, layout_, bytes_per_element_,
                                           grad_bytes_per_element_) +
          fp8_weight_bytes(s);
@@ -465,7 +467,7 @@ double CostModel::static_memory_bytes(int s) const {
 double CostModel::fp8_weight_bytes(int s) const {
   if (!fp8_) return 0;
   const double weights = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held /
-                         layout_.tp / (layout_.zero >= 3 ? layout_.dp_cp() : 1);
+                         layout_.tp / (layout_.zero >= 3 ? layout_.zero_group() : 1);
   return weights * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight);
 }
 
@@ -493,7 +495,7 @@ double CostModel::gathered_weight_bytes(int s) const {
 
 double CostModel::gathered_gradient_bytes(int s) const {
   const double params = layout_.gathers_layers() ? gathered_unit_params(s) : stage(s).params;
-  return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.dp_cp());
+  return params / layout_.tp * grad_bytes_per_element_ * (1 - 1.0 / layout_.zero_group());
 }
 
 double CostModel::total_params() const {

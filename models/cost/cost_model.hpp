@@ -181,6 +181,8 @@ struct StageCost : StageLayers {
 /// layer's key/value exchange that the attention does not hide (cp_exposed_seconds) in
 /// tp_forward_s and tp_input_backward_s (the forward's again in I under recomputation).
 /// Parameters are replicated over cp: ZeRO shards and the simulator reduces gradients over dp·cp.
+/// Under hybrid sharding (layout.dp_shard) every "dp·cp" of ZeRO's shards below reads
+/// dp_shard·cp (LayoutSpec::zero_group()): each shard group holds a copy of the sharded states.
 ///
 /// Optimizer FLOPs per step: 12 per parameter, an estimate of AdamW's element-wise work (update
 /// of the two moments, bias correction, the square root and division, weight decay and the

@@ -9,9 +9,18 @@ namespace dtwin {
 
 sched::Layout schedule_layout(const Scenario& scenario) {
   const LayoutSpec& spec = scenario.layout;
-  return {spec.dp_cp(),      spec.pp,           spec.virtual_stages,
-          spec.microbatches, spec.dp_sync,      spec.zero,
-          spec.tp,           spec.zero3_gather, sched::requirements(spec.schedule).placement};
+  // The schedule's data-parallel index is dp_index·cp + cp_index: a shard group of dp_shard
+  // replicas is dp_shard·cp consecutive indices.
+  return {spec.dp_cp(),
+          spec.pp,
+          spec.virtual_stages,
+          spec.microbatches,
+          spec.dp_sync,
+          spec.zero,
+          spec.tp,
+          spec.zero3_gather,
+          sched::requirements(spec.schedule).placement,
+          spec.hybrid_shard() ? spec.zero_group() : 0};
 }
 
 sched::PassTimes zero_bubble_pass_times(const Scenario& scenario) {

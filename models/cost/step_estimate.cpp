@@ -62,9 +62,13 @@ const LinkSpec& dp_link(const Scenario& scenario) {
 
 // Exposed seconds of the data-parallel gradient synchronization of `gradient_bytes`: an
 // all-reduce or, under ZeRO, a reduce-scatter of the gradients and an all-gather of the weights,
-// which are bytes_per_element / grad_bytes_per_element as large. Under NCCL (nccl_collectives)
-// each is NCCL's time for its fastest algorithm and protocol (models/cost/nccl_model.hpp), else
-// a ring over the link (an all-reduce is two ring halves).
+// which are bytes_per_element / grad_bytes_per_element as large. Under hybrid sharding
+// (layout.dp_shard) those two run inside the shard group of s = dp_shard·cp GPUs (on the
+// intra-node link when its tp·s GPUs fit in a node) and each reduction adds an all-reduce of the
+// reduced shard, bytes / s, across the r = dp / dp_shard shard groups (on dp_link's link, per
+// microbatch under zero3_gather layer). Under NCCL (nccl_collectives) each is NCCL's time for its
+// fastest algorithm and protocol (models/cost/nccl_model.hpp), else a ring over the link (an
+// all-reduce is two ring halves).
 double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
                   double bucket_bytes) {
   const LayoutSpec& l = scenario.layout;
@@ -77,17 +81,37 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
   const double exposed =
       l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
-  if (!nccl_collectives(scenario))
-    return zero3 * (ring_half_seconds(exposed, n, link.bandwidth, link.latency) +
-                    ring_half_seconds(exposed * gather, n, link.bandwidth, link.latency));
   const ClusterSpec& c = scenario.cluster;
-  const NcclGroup group{n, dp_group_nodes(l, c.devices_per_node * c.ranks_per_device)};
+  const int node = c.devices_per_node * c.ranks_per_device;
+  // The ZeRO shard group (all n GPUs without hybrid sharding) and the replicas of a shard.
+  const int shard = l.zero_group(), replicas = n / shard;
+  const LinkSpec& shard_link = replicas > 1 && l.tp * shard <= node ? c.intra_node : link;
+  const double reductions = l.gathers_layers() ? l.microbatches : 1;
+  if (!nccl_collectives(scenario)) {
+    const double sharded =
+        zero3 *
+        (ring_half_seconds(exposed, shard, shard_link.bandwidth, shard_link.latency) +
+         ring_half_seconds(exposed * gather, shard, shard_link.bandwidth, shard_link.latency));
+    if (replicas == 1) return sharded;
+    return sharded + reductions * 2 *
+                         ring_half_seconds(exposed / shard, replicas, link.bandwidth, link.latency);
+  }
+  LayoutSpec shard_layout = l;
+  shard_layout.dp = shard / l.cp;
+  const NcclGroup group{shard, dp_group_nodes(shard_layout, node)};
   const auto seconds = [&](NcclCollective collective, double bytes) {
-    return nccl_collective(collective, bytes, group, link.bandwidth).seconds;
+    return nccl_collective(collective, bytes, group, shard_link.bandwidth).seconds;
   };
   if (l.zero == 0) return seconds(NcclCollective::AllReduce, exposed);
-  return zero3 * (seconds(NcclCollective::ReduceScatter, exposed) +
-                  seconds(NcclCollective::AllGather, exposed * gather));
+  const double sharded = zero3 * (seconds(NcclCollective::ReduceScatter, exposed) +
+                                  seconds(NcclCollective::AllGather, exposed * gather));
+  if (replicas == 1) return sharded;
+  // Replicas are shard·tp GPUs apart: each on a node of its own unless the whole group fits in
+  // fewer nodes than there are replicas.
+  const NcclGroup across{replicas, std::min(replicas, dp_group_nodes(l, node))};
+  return sharded + reductions * nccl_collective(NcclCollective::AllReduce, exposed / shard, across,
+                                                link.bandwidth)
+                                    .seconds;
 }
 
 // The bubble of the schedule's unit-time dry run, in microbatches of a rank's work: pp - 1 for

@@ -92,6 +92,13 @@ struct LayoutSpec {
   int zero = 0;  ///< ZeRO stage 0..3 over the data-parallel group (3 = FSDP full sharding)
   /// ZeRO-3's gather granularity: per layer (DeepSpeed ZeRO-3, FSDP) or per stage
   sched::Zero3Gather zero3_gather = sched::Zero3Gather::Layer;
+  /// Hybrid sharding (HSDP; torchtitan's data_parallel_shard_degree, Megatron-Core's dp /
+  /// --num-distributed-optimizer-instances): the data-parallel replicas one ZeRO shard group
+  /// spans, consecutive dp indices (replicas d with the same d / dp_shard). 0 = all dp. With
+  /// 1 <= dp_shard < dp (dividing dp, zero >= 1) ZeRO shards over dp_shard·cp GPUs, gradients are
+  /// reduce-scattered inside the shard group and the shard all-reduced across the dp / dp_shard
+  /// groups; parameters are gathered inside the shard group.
+  int dp_shard = 0;
   Recompute recompute = Recompute::None;
   bool overlap_grad_reduce = false;   ///< reduce gradient buckets while the backward runs
   double bucket_size = 0;             ///< bytes per gradient bucket; 0 = Megatron-LM's default
@@ -104,6 +111,11 @@ struct LayoutSpec {
   /// reduces gradients and over which ZeRO shards (Megatron-Core's data-parallel group with
   /// context parallelism; torchtitan's FSDP mesh dp_shard·cp).
   int dp_cp() const { return dp * cp; }
+  /// True under hybrid sharding: 0 < dp_shard < dp.
+  bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
+  /// The GPUs of one tensor-parallel rank over which ZeRO shards the model states: dp_shard·cp
+  /// under hybrid sharding, else dp_cp().
+  int zero_group() const { return hybrid_shard() ? dp_shard * cp : dp_cp(); }
   /// True where ZeRO-3 gathers per layer on a data-parallel group (zero 3, zero3_gather layer,
   /// dp·cp > 1): each pass gathers its layers, each microbatch's gradients are reduce-scattered.
   bool gathers_layers() const {

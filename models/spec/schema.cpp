@@ -344,6 +344,17 @@ std::vector<FieldSpec> make_fields() {
              "first forward and backward, held across microbatches (dtwin's runtime)",
              "", "parallelism.fsdp_reshard_after_forward (never: stage, under pipelining)"),
       sched::kZero3GatherNames, &S::layout, &L::zero3_gather));
+  f.push_back(bind(
+      noted(integer("layout.dp_shard", false, 0,
+                    "hybrid sharding (HSDP): the replicas one ZeRO shard group spans, consecutive "
+                    "in the order tp, cp, dp, pp; with 1 <= dp_shard < dp (dividing dp, zero > 0) "
+                    "ZeRO shards over dp_shard·cp GPUs, gradients are reduce-scattered inside the "
+                    "group and the shard all-reduced across the dp / dp_shard groups, parameters "
+                    "gathered inside the group; simulated only",
+                    "--num-distributed-optimizer-instances (= dp / dp_shard)",
+                    "parallelism.data_parallel_shard_degree"),
+            "0: all of dp (ZeRO over the whole data-parallel group)"),
+      &S::layout, &L::dp_shard));
   f.push_back(bind_enum(
       choice("layout.recompute", false, "activation recomputation (Korthikanti et al. 2022, §4)",
              "--recompute-granularity", "activation_checkpoint.mode"),

@@ -216,6 +216,10 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
   if (e.load_imbalance < 1)
     out.push_back({{"model.moe.load_imbalance"},
                    "at least 1 (the busiest expert-parallel rank's tokens over the mean)"});
+  if (l.hybrid_shard())
+    out.push_back({{"layout.dp_shard", "model.moe"},
+                   "absent, 0 or layout.dp with model.moe (hybrid sharding of the expert "
+                   "data-parallel group is not modelled)"});
   if (l.zero == 3)
     out.push_back({{"layout.zero", "model.moe"},
                    "0, 1 or 2 with model.moe (ZeRO-3's gather units assume dense layers; "
@@ -240,6 +244,15 @@ void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
   if (l.overlap_param_gather && l.zero == 0)
     out.push_back({{"layout.overlap_param_gather"},
                    "false unless layout.zero > 0 (only sharded parameters are gathered)"});
+  if (l.dp_shard > 0 && l.zero == 0)
+    out.push_back({{"layout.dp_shard", "layout.zero"},
+                   "absent (0) unless layout.zero is 1, 2 or 3 (dp_shard sets the replicas over "
+                   "which ZeRO shards)"});
+  if (l.dp_shard > 0 && l.dp % l.dp_shard != 0)
+    out.push_back({{"layout.dp_shard", "layout.dp"},
+                   fmt::format("layout.dp_shard ({}) to divide layout.dp ({}) (each shard group "
+                               "spans dp_shard replicas)",
+                               l.dp_shard, l.dp)});
 }
 
 void check_training(const TrainingSpec& t, std::vector<Violation>& out) {
