@@ -616,6 +616,6 @@ TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
   CHECK(keep.exit_code == 2);
   CHECK_THAT(
       keep.output,
-      Catch::Contains("--keep schedule: expected zero, recompute, sequence_parallel, ep or"));
+      Catch::Contains("--keep schedule: expected zero, recompute, sequence_parallel, ep, cp or"));
   CHECK(plan("--global-batch -2").exit_code == 2);
 }

@@ -243,7 +243,7 @@ void check_sharding(const LayoutSpec& l, std::vector<Violation>& out) {
                    "for the passes)"});
   if (l.overlap_param_gather && l.zero == 0)
     out.push_back({{"layout.overlap_param_gather"},
-                   "false unless layout.zero > 0 (only sharded parameters are gathered)"});
+                   "false unless layout.zero is 1, 2 or 3 (only sharded parameters are gathered)"});
   if (l.dp_shard > 0 && l.zero == 0)
     out.push_back({{"layout.dp_shard", "layout.zero"},
                    "absent (0) unless layout.zero is 1, 2 or 3 (dp_shard sets the replicas over "
@@ -274,7 +274,7 @@ void check_fp8_param_gather(const Scenario& sc, std::vector<Violation>& out) {
     out.push_back({{"training.fp8_param_gather"}, "false unless training.precision is fp8"});
   else if (sc.layout.zero == 0)
     out.push_back({{"training.fp8_param_gather"},
-                   "false unless layout.zero > 0 (only sharded parameters are gathered)"});
+                   "false unless layout.zero is 1, 2 or 3 (only sharded parameters are gathered)"});
 }
 
 void check_fp8_device(const Scenario& sc, std::vector<Violation>& out) {
