@@ -152,6 +152,10 @@ std::unique_ptr<sg4::Engine> make_engine() {
   // same result.
   sg4::Engine::set_config("contexts/factory:thread");
 #endif
+  // No guard page below each actor's stack (8 MiB, far deeper than any actor's calls): mprotect
+  // splits a stack's mapping in two, and Llama 3.1 8B on 128 GPUs, its gradient-bucket actors
+  // alive at once, then exceeded Linux's default 65,530 mappings per process and aborted.
+  sg4::Engine::set_config("contexts/guard-size:0");
   configure_network_model();
   return engine;
 }
