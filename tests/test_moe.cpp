@@ -250,7 +250,8 @@ TEST_CASE("The cost model charges MoE stages: FLOPs, all-to-alls, parameters, me
   CHECK(a2a > 0);
   Scenario shorter = dense_sc;
   shorter.model.n_layers = 31;
-  const dtwin::StageCost& c31 = dtwin::CostModel(shorter).stage(0);
+  const dtwin::CostModel dense31(shorter);
+  const dtwin::StageCost& c31 = dense31.stage(0);
   const double pair_f = cd.tp_forward_s - c31.tp_forward_s;
   const double pair_i = cd.tp_input_backward_s - c31.tp_input_backward_s;
   CHECK(pair_f > 0);
