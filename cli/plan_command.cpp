@@ -138,7 +138,7 @@ void add_plan_command(CLI::App& app, int& exit_code, const PlanTraining* trainin
   cmd->add_option("--top", options->top, "Layouts to simulate with SimGrid")->capture_default_str();
   cmd->add_option("--keep", options->keep,
                   "Hold a setting at the scenario's value: zero, recompute, sequence_parallel, "
-                  "ep (layout.ep and layout.etp), cp or precision (repeatable)");
+                  "ep (layout.ep and layout.etp), cp, dp_shard or precision (repeatable)");
   cmd->add_option("--run", options->run,
                   "Train the K fastest simulated layouts for real on this machine (only layouts "
                   "dtwin train can execute are searched)");

@@ -95,6 +95,22 @@ std::vector<int> context_parallel_sizes(const Scenario& base, const std::vector<
   return sizes;
 }
 
+// The ZeRO shard groups to search for a layout of `zero`: all of dp (dp_shard absent) and, for a
+// dense model under ZeRO, hybrid sharding over one node (dp_shard · cp · tp = a node's GPUs,
+// where that divides dp and leaves more than one replica: HSDP's usual shape, sharding over
+// NVLink and replicating across nodes); only the base's when "dp_shard" is kept.
+std::vector<Settings> shard_groups(const Scenario& base, const std::vector<std::string>& keep,
+                                   int zero, int tp, int cp, int dp) {
+  if (kept(keep, "dp_shard"))
+    return {{{"layout.dp_shard", number(zero > 0 ? base.layout.dp_shard : 0)}}};
+  std::vector<Settings> groups = {{}};
+  const int node = base.cluster.devices_per_node * base.cluster.ranks_per_device;
+  if (zero == 0 || base.model.moe.enabled() || node % (cp * tp) != 0) return groups;
+  const int shard = node / (cp * tp);
+  if (shard < dp && dp % shard == 0) groups.push_back({{"layout.dp_shard", number(shard)}});
+  return groups;
+}
+
 // The expert layouts of a tp · dp split of a MoE model (dp here the dp·cp GPUs), as settings:
 // etp 1 and tp, and every ep that divides num_experts and the dp·tp / etp GPUs that fold into
 // etp × ep × edp (Megatron-Core's MoE parallel folding, LayoutSpec::expert_dp). The base's ep and
@@ -182,13 +198,15 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
                 if (zero == 0) settings.emplace_back("layout.overlap_param_gather", false);
                 if (!sp) settings.emplace_back("layout.tp_comm_overlap", false);
                 settings.insert(settings.end(), sched.begin(), sched.end());
-                for (const Settings& expert : experts)
-                  for (const Settings& training : trainings) {
-                    Settings layout = settings;
-                    layout.insert(layout.end(), expert.begin(), expert.end());
-                    layout.insert(layout.end(), training.begin(), training.end());
-                    layouts.push_back(std::move(layout));
-                  }
+                for (const Settings& shard : shard_groups(base, keep, zero, tp, cp, dp))
+                  for (const Settings& expert : experts)
+                    for (const Settings& training : trainings) {
+                      Settings layout = settings;
+                      layout.insert(layout.end(), shard.begin(), shard.end());
+                      layout.insert(layout.end(), expert.begin(), expert.end());
+                      layout.insert(layout.end(), training.begin(), training.end());
+                      layouts.push_back(std::move(layout));
+                    }
               }
       }
     }
@@ -294,9 +312,10 @@ LayoutSearch search_layouts(const PlanRequest& request,
   const Settings base_settings = cluster_settings(base, request.gpus);
   for (const std::string& key : request.keep)
     if (key != "zero" && key != "recompute" && key != "sequence_parallel" && key != "ep" &&
-        key != "cp" && key != "precision")
-      throw UserError("--keep " + key +
-                      ": expected zero, recompute, sequence_parallel, ep, cp or precision");
+        key != "cp" && key != "dp_shard" && key != "precision")
+      throw UserError(
+          "--keep " + key +
+          ": expected zero, recompute, sequence_parallel, ep, cp, dp_shard or precision");
   const std::vector<Settings> layouts = enumerate(base, request);
   if (layouts.empty()) {
     const std::set<int> dps = data_parallel_sizes(base, request.gpus);

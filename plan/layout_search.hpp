@@ -21,7 +21,8 @@ struct PlanRequest {
   int gpus = 0;
   int global_batch = 0;
   /// Settings held at the base's value: any of "zero", "recompute", "sequence_parallel", "ep"
-  /// (layout.ep and layout.etp), "cp" (layout.cp) and "precision" (training.precision).
+  /// (layout.ep and layout.etp), "cp" (layout.cp), "dp_shard" (layout.dp_shard) and "precision"
+  /// (training.precision).
   std::vector<std::string> keep;
   /// When set, layouts it finds violations in are dropped under "runtime: KEY" (plan --run).
   std::function<std::vector<Violation>(const Scenario&)> check;

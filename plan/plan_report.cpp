@@ -34,6 +34,7 @@ std::string describe_layout(const Scenario& scenario) {
                   l.pp, l.dp, l.micro_batch_size, l.microbatches, schedule, l.zero,
                   kRecomputeNames.name(l.recompute), l.sequence_parallel ? " · sp" : "");
   if (l.cp > 1) out += fmt::format(" · cp {}", l.cp);
+  if (l.hybrid_shard()) out += fmt::format(" · dp_shard {}", l.dp_shard);
   if (scenario.model.moe.enabled()) out += fmt::format(" · ep {} · etp {}", l.ep, l.expert_tp());
   if (scenario.training.precision == Precision::Fp8) out += " · fp8";
   return out;
@@ -91,7 +92,8 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
       "tp,pp,dp,micro_batch_size,microbatches,schedule,virtual_stages,zero,recompute,"
       "sequence_parallel,estimated_step_s,estimated_tokens_per_s,estimated_peak_gib,"
       "simulated_step_s,simulated_tokens_per_s,simulated_mfu,simulated_bubble,"
-      "simulated_exposed_comm_s,simulated_peak_gib,measured_tokens_per_s,ep,etp,precision,cp\n";
+      "simulated_exposed_comm_s,simulated_peak_gib,measured_tokens_per_s,ep,etp,precision,cp,dp_"
+      "shard\n";
   for (const PlanRow& row : rows) {
     const LayoutCandidate& c = *row.candidate;
     const LayoutSpec& l = c.scenario.layout;
@@ -109,8 +111,8 @@ std::string plan_csv(const std::vector<PlanRow>& rows) {
       out += ",,,,,,";
     out += row.measured_tokens_per_s ? fmt::format(",{:.6g}", *row.measured_tokens_per_s)
                                      : std::string(",");
-    out += fmt::format(",{},{},{},{}\n", l.ep, l.expert_tp(),
-                       kPrecisionNames.name(c.scenario.training.precision), l.cp);
+    out += fmt::format(",{},{},{},{},{}\n", l.ep, l.expert_tp(),
+                       kPrecisionNames.name(c.scenario.training.precision), l.cp, l.dp_shard);
   }
   return out;
 }

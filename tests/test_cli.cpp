@@ -445,7 +445,7 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   int simulated = 0;
   double last_estimate = 0;
   for (const std::vector<std::string>& fields : table) {
-    REQUIRE(fields.size() == 24);
+    REQUIRE(fields.size() == 25);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
     last_estimate = estimate;
@@ -505,7 +505,7 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
   REQUIRE(result.exit_code == 0);
   const auto rows = plan_rows(out);
   for (const std::vector<std::string>& fields : rows) {
-    REQUIRE(fields.size() == 24);
+    REQUIRE(fields.size() == 25);
     CHECK(fields[7] == "0");  // zero
     CHECK(fields[8] == "selective");
     CHECK(fields[9] == "0");  // sequence_parallel
@@ -614,8 +614,8 @@ TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
   CHECK(plan("--top 0").exit_code == 2);
   const Result keep = plan("--keep schedule");
   CHECK(keep.exit_code == 2);
-  CHECK_THAT(
-      keep.output,
-      Catch::Contains("--keep schedule: expected zero, recompute, sequence_parallel, ep, cp or"));
+  CHECK_THAT(keep.output,
+             Catch::Contains(
+                 "--keep schedule: expected zero, recompute, sequence_parallel, ep, cp, dp_shard"));
   CHECK(plan("--global-batch -2").exit_code == 2);
 }

@@ -155,3 +155,24 @@ TEST_CASE("the planner searches context parallelism for flash attention over lon
   eager.push_back("model.attention=eager");
   CHECK(searched(eager) == std::set<int>{1});
 }
+
+TEST_CASE("the planner offers hybrid sharding over one node for dense models under ZeRO",
+          "[threads]") {
+  // LLaMA-2 7B on 16 GPUs of 8-GPU nodes, 16 sequences
+  const Scenario base =
+      load_scenario(kLlama, {"cluster.device.memory=100000GiB", "cluster.devices_per_node=8"});
+  const PlanRequest request{base, 16, 16, {"recompute", "sequence_parallel", "cp"}, {}};
+  int hybrid = 0;
+  for (const LayoutCandidate& c : search_layouts(request, [](int, int) {}).fitting) {
+    const LayoutSpec& l = c.scenario.layout;
+    if (!l.hybrid_shard()) continue;
+    ++hybrid;
+    CHECK(l.zero > 0);
+    CHECK(l.dp_shard * l.cp * l.tp == 8);  // one node's GPUs per shard group
+    CHECK(l.dp % l.dp_shard == 0);
+  }
+  CHECK(hybrid > 0);
+  const PlanRequest kept{base, 16, 16, {"recompute", "sequence_parallel", "cp", "dp_shard"}, {}};
+  for (const LayoutCandidate& c : search_layouts(kept, [](int, int) {}).fitting)
+    CHECK_FALSE(c.scenario.layout.hybrid_shard());
+}
