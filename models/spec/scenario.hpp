@@ -143,7 +143,7 @@ struct TrainingSpec {
   /// ZeRO's parameter all-gathers move the layers' linear weights in fp8 (precision fp8, zero >
   /// 0): Megatron-Core's --fp8-param-gather, torchtitan's float8.enable_fsdp_float8_all_gather.
   bool fp8_param_gather = false;
-  int checkpoint_every = 0;                   ///< steps between checkpoints; 0 = only at the end
+  int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
 };
 
 /// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.
