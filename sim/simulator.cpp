@@ -498,6 +498,14 @@ void count_transfer(World& world, int from, int to, int change) {
   if (a != b) world.node_transfers[{a, b}] += change;
 }
 
+// Starts `transfer` of `bytes` from rank `sender` to rank `receiver`, counted in
+// World::node_transfers until its RECV ends.
+void start_transfer(World& world, Transfer& transfer, int sender, int receiver, double bytes) {
+  count_transfer(world, sender, receiver, 1);
+  transfer.comm = sg4::Comm::sendto_async(world.platform.rank_hosts[sender],
+                                          world.platform.rank_hosts[receiver], bytes);
+}
+
 // A receive posted after its send starts the transfer once Gloo's ready message reaches the
 // sender: Profile::inter_host_queue_delay later while a transfer from the receiver's node to the
 // sender's is under way, as that message then waits behind it in the link's queue.
@@ -550,10 +558,7 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         world.sends[rank].push_back(event);
         // The transfer starts now if its receive is posted, else when the receive is posted.
         if (transfer.receiver) {
-          const int receiver = sched::receiver_of(layout, rank, a).rank;
-          count_transfer(world, rank, receiver, 1);
-          transfer.comm = sg4::Comm::sendto_async(world.platform.rank_hosts[rank],
-                                                  world.platform.rank_hosts[receiver], bytes);
+          start_transfer(world, transfer, rank, sched::receiver_of(layout, rank, a).rank, bytes);
           transfer.receiver->resume();
         }
         continue;
@@ -567,9 +572,7 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
         const int busy = world.computing[world.platform.rank_hosts[rank]];
         if (late) {
           wait_for_ready_message(world, transfer.sender, rank);
-          count_transfer(world, transfer.sender, rank, 1);
-          transfer.comm = sg4::Comm::sendto_async(world.platform.rank_hosts[transfer.sender],
-                                                  world.platform.rank_hosts[rank], bytes);
+          start_transfer(world, transfer, transfer.sender, rank, bytes);
         } else {
           transfer.receiver = sg4::Actor::self();
           sg4::this_actor::suspend();  // until the SEND starts the comm

@@ -151,9 +151,10 @@ double optimizer_shard(const LayoutSpec& l, double params) {
 
 /// Seconds a layer's context-parallel exchange adds to F and to I (or B): cp_exposed_seconds
 /// against the pass's attention, from the device description's attention kernels or else the
-/// attention FLOPs (4·T·s·d/tp in F, twice that in I) at the device's peak · efficiency. Under
+/// layer's forward `attention_flops` (twice them in I) at the device's peak · efficiency. Under
 /// recomputation the backward re-runs the attention, its forward exchange with it.
-PassSeconds layer_cp_seconds(const Scenario& scenario, double tokens_per_gpu, double bpe) {
+PassSeconds layer_cp_seconds(const Scenario& scenario, double tokens_per_gpu, double bpe,
+                             double attention_flops) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   if (l.cp == 1) return {};
@@ -165,8 +166,7 @@ PassSeconds layer_cp_seconds(const Scenario& scenario, double tokens_per_gpu, do
     attention.input_backward =
         layer_kind_seconds(*device.description, scenario, Pass::InputBackward, OpKind::Attention);
   } else if (device.peak_flops * device.efficiency > 0) {
-    attention.forward =
-        4 * tokens_per_gpu * m.seq_len * m.d_model / l.tp / (device.peak_flops * device.efficiency);
+    attention.forward = attention_flops / (device.peak_flops * device.efficiency);
     attention.input_backward = 2 * attention.forward;
   }
   PassSeconds exposed;
@@ -334,7 +334,7 @@ CostModel::CostModel(const Scenario& scenario)
     layer_tp_input_backward =
         overlapped_tp_seconds(layer_tp_input_backward, gemm.input_backward, slowdown);
   }
-  const PassSeconds layer_cp = layer_cp_seconds(scenario, T, bpe);
+  const PassSeconds layer_cp = layer_cp_seconds(scenario, T, bpe, attention_flops);
   // A MoE layer keeps the attention's pair of collectives (half the dense layer's, overlapped
   // alike) and replaces the MLP's with the experts' all-gather and reduce-scatter over etp, which
   // nothing overlaps: once in F, once in I, once more in I under full recomputation.
@@ -438,7 +438,7 @@ double CostModel::gradient_bytes(int s) const {
 
 double CostModel::weight_bytes(int s) const {
   if (!fp8_param_gather_) return stage(s).params * bytes_per_element_;
-  const double fp8 = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held;
+  const double fp8 = layer_linear_weights(s);
   return fp8 * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight) / 2 +
          (stage(s).params - fp8) * bytes_per_element_;
 }
@@ -466,9 +466,13 @@ double CostModel::static_memory_bytes(int s) const {
 
 double CostModel::fp8_weight_bytes(int s) const {
   if (!fp8_) return 0;
-  const double weights = stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held /
-                         layout_.tp / (layout_.zero >= 3 ? layout_.zero_group() : 1);
+  const double weights =
+      layer_linear_weights(s) / layout_.tp / (layout_.zero >= 3 ? layout_.zero_group() : 1);
   return weights * fp8_copies_bytes_per_element(fp8_recipe_, Fp8Operand::Weight);
+}
+
+double CostModel::layer_linear_weights(int s) const {
+  return stage(s).num_layers * shape_of(model_, layout_.tp).layer_matmul_held;
 }
 
 double CostModel::gathered_unit_params(int s) const {

@@ -290,6 +290,9 @@ class CostModel {
   bool fp8_param_gather_ = false;  ///< training.fp8_param_gather
   Fp8Recipe fp8_recipe_ = Fp8Recipe::Delayed;
   double bucket_params_ = 0;
+  /// The linear weights of stage `s`'s layers that its tensor-parallel group holds, num_layers ·
+  /// Wm (the weights fp8 casts and fp8 parameter gathers move).
+  double layer_linear_weights(int s) const;
   std::vector<StageCost> stages_;
 };
 
