@@ -11,6 +11,7 @@ struct SimulateOptions {
   std::string output;
   std::string collectives = "auto";
   std::optional<int> steps;
+  bool all_replicas = false;
 };
 
 int run_simulate(const SimulateOptions& options) {
@@ -21,6 +22,7 @@ int run_simulate(const SimulateOptions& options) {
   if (options.steps) sim_options.steps = *options.steps;
   if (options.collectives == "message") sim_options.collectives = sim::CollectiveModel::Message;
   if (options.collectives == "flow") sim_options.collectives = sim::CollectiveModel::Flow;
+  sim_options.fold_replicas = !options.all_replicas;
   simulate_and_write(scenario, schedule, sim_options, prepare_output_dir(options.output, scenario));
   return 0;
 }
@@ -39,6 +41,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
                   "Steps to simulate: 1 = the step of the profile's figures; default 64 sampled "
                   "steps where the profile measured variation, else 1")
       ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--all-replicas", options->all_replicas,
+                "Simulate every data-parallel replica (slower; the trace then holds every rank) "
+                "instead of the two nodes' worth whose copies the others are (docs/simulator.md)");
 }
 
 }  // namespace dtwin

@@ -43,6 +43,11 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
               << "their standard deviation " << result.summary.step_time_std_s * 1e3 << " ms\n";
   std::cout << trace::format_summary_table(result.summary, "predicted " + scenario.name,
                                            scenario.layout.tp);
+  if (result.simulated_replicas < schedule.layout.dp)
+    std::cout << "simulated data-parallel replicas 0-" << result.simulated_replicas - 1 << " of "
+              << schedule.layout.dp << " (two nodes' worth): the others are their copies by "
+              << "symmetry (replica d as d mod " << result.simulated_replicas
+              << "); the trace holds the simulated ranks, --all-replicas simulates all\n";
   for (const std::string& caution : accuracy_cautions(scenario))
     std::cout << "caution: " << caution << "\n";
   std::cout << "wrote " << dir << "/predicted.trace.json and predicted.summary.json\n";

@@ -1,6 +1,7 @@
 #include "sim/collectives.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -46,12 +47,14 @@ void process_on_cpu(double cpu_s_per_byte, double bytes) {
 // group's extra latency.
 void ring_steps(const Group& group, double bytes, int steps, CollectiveModel model,
                 const Platform& platform, double cpu_s_per_byte) {
-  const int n = static_cast<int>(group.ranks.size());
-  if (n < 2) return;
-  const int next = (group.me + 1) % n;
+  const int n = group.members();
+  const int simulated = static_cast<int>(group.ranks.size());
+  if (simulated < 2) return;
+  const int next = (group.me + 1) % simulated;
   const double chunk = bytes / n;
   const double member_s_per_byte = cpu_s_per_byte / platform.group_members;
   if (model == CollectiveModel::Message) {
+    if (simulated != n) throw std::logic_error("ring_steps: folded replicas need the Flow model");
     for (int step = 0; step < steps; ++step) {
       exchange(group, next, step, chunk);
       process_on_cpu(member_s_per_byte, chunk);
@@ -69,14 +72,13 @@ void ring_steps(const Group& group, double bytes, int steps, CollectiveModel mod
 
 void ring_allreduce(const Group& group, double bytes, CollectiveModel model,
                     const Platform& platform) {
-  ring_steps(group, bytes, 2 * (static_cast<int>(group.ranks.size()) - 1), model, platform,
+  ring_steps(group, bytes, 2 * (group.members() - 1), model, platform,
              platform.collective_cpu_s_per_byte);
 }
 
 void ring_half(const Group& group, double bytes, CollectiveModel model, const Platform& platform,
                double cpu_s_per_byte) {
-  ring_steps(group, bytes, static_cast<int>(group.ranks.size()) - 1, model, platform,
-             cpu_s_per_byte);
+  ring_steps(group, bytes, group.members() - 1, model, platform, cpu_s_per_byte);
 }
 
 double max_ring_latency(const std::vector<int>& ranks, const Platform& platform) {

@@ -22,6 +22,12 @@ struct Group {
   /// Seconds each member waits after a ring's messages: under NCCL, the part of NCCL's latency
   /// that the messages' route latencies did not already take (0 otherwise).
   double extra_latency_s = 0;
+  /// Members of the real collective when `ranks` holds only the simulated ones (replicas folded,
+  /// sim/replica_fold.hpp; Flow model only); 0: ranks.size().
+  int size = 0;
+
+  /// The real collective's members: size, or ranks.size() when size is 0.
+  int members() const { return size > 0 ? size : static_cast<int>(ranks.size()); }
 };
 
 /// Ring all-reduce of `bytes` per rank (Patarasuk & Yuan 2009): reduce-scatter then all-gather,

@@ -47,14 +47,16 @@ sg4::NonLinearResourceCb measured_loopback(const Profile& profile) {
   };
 }
 
-// Whether each device (node · devices_per_node + index) holds a schedule rank: with tp > 1 only
-// the device of a tensor-parallel group's first member does (its group's one actor runs there).
-std::vector<bool> devices_with_ranks(const Scenario& scenario) {
+// Whether each device (node · devices_per_node + index) holds a simulated schedule rank
+// (`simulated`, empty: all): with tp > 1 only the device of a tensor-parallel group's first
+// member does (its group's one actor runs there).
+std::vector<bool> devices_with_ranks(const Scenario& scenario, const std::vector<bool>& simulated) {
   const ClusterSpec& cluster = scenario.cluster;
   std::vector<bool> used(static_cast<size_t>(cluster.nodes) * cluster.devices_per_node, false);
   const int tp = scenario.layout.tp;
   for (int rank = 0; rank < scenario.world_size() / tp; ++rank)
-    used.at(rank * tp / cluster.ranks_per_device) = true;
+    if (simulated.empty() || simulated.at(rank))
+      used.at(rank * tp / cluster.ranks_per_device) = true;
   return used;
 }
 
@@ -100,8 +102,8 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const 
   return {zone, router};
 }
 
-void build_star(const Scenario& scenario, const Profile* profile, Platform& platform) {
-  const std::vector<bool> used = devices_with_ranks(scenario);
+void build_star(const Scenario& scenario, const Profile* profile, const std::vector<bool>& used,
+                Platform& platform) {
   auto* root = sg4::create_star_zone("cluster");
   for (int node = 0; node < scenario.cluster.nodes; ++node) {
     const Node built = build_node(root, node, scenario, profile, used, platform);
@@ -116,12 +118,12 @@ void build_star(const Scenario& scenario, const Profile* profile, Platform& plat
 // Two-level fat-tree (SimGrid's FatTreeZone): leaf switches of nodes_per_switch nodes and as
 // many spine switches, every link at the inter-node bandwidth and half its latency, so a
 // message between nodes of one leaf sees the inter-node latency and one across the spine twice.
-void build_fat_tree(const Scenario& scenario, const Profile* profile, Platform& platform) {
+void build_fat_tree(const Scenario& scenario, const Profile* profile, const std::vector<bool>& used,
+                    Platform& platform) {
   const ClusterSpec& cluster = scenario.cluster;
   const unsigned per_switch = cluster.nodes_per_switch;
   const unsigned leaves = cluster.nodes / cluster.nodes_per_switch;
   const sg4::FatTreeParams shape(2, {per_switch, leaves}, {1, per_switch}, {1, 1});
-  const std::vector<bool> used = devices_with_ranks(scenario);
   int next_node = 0;
   const sg4::ClusterCallbacks callbacks(
       [&](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long) {
@@ -160,12 +162,14 @@ std::unique_ptr<sg4::Engine> make_engine() {
   return engine;
 }
 
-Platform build_platform(const Scenario& scenario, const Profile* profile) {
+Platform build_platform(const Scenario& scenario, const Profile* profile,
+                        const std::vector<bool>& simulated) {
   Platform platform;
+  const std::vector<bool> used = devices_with_ranks(scenario, simulated);
   if (scenario.cluster.topology == Topology::FatTree)
-    build_fat_tree(scenario, profile, platform);
+    build_fat_tree(scenario, profile, used, platform);
   else
-    build_star(scenario, profile, platform);
+    build_star(scenario, profile, used, platform);
   const ClusterSpec& cluster = scenario.cluster;
   const int tp = scenario.layout.tp;
   platform.members_per_host = members_per_device(scenario);

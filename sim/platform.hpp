@@ -63,6 +63,9 @@ std::unique_ptr<simgrid::s4u::Engine> make_engine();
 /// has a measured concurrency curve, every device shares its cores as measured (SimGrid's
 /// non-linear sharing policy): with n executions running, each computes at 1 /
 /// profile->concurrency_slowdown(n) of its speed alone; otherwise max-min fair sharing.
-Platform build_platform(const Scenario& scenario, const Profile* profile = nullptr);
+/// `simulated` (per schedule rank; empty: all) leaves out the devices of ranks not simulated
+/// (replicas folded, sim/replica_fold.hpp): their rank_hosts are nullptr, their rank_nodes kept.
+Platform build_platform(const Scenario& scenario, const Profile* profile = nullptr,
+                        const std::vector<bool>& simulated = {});
 
 }  // namespace dtwin::sim

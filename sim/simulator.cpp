@@ -18,6 +18,7 @@
 #include "models/cost/nccl_model.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "schedules/transfer.hpp"
+#include "sim/replica_fold.hpp"
 #include "trace/step_figures.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -57,6 +58,7 @@ struct World {
   const SimOptions& options;
   const Platform& platform;
   CollectiveModel collectives;
+  int replicas;  // data-parallel replicas simulated (sim/replica_fold.hpp): dp indices 0 .. n-1
   std::unordered_map<std::string, Transfer> transfers;  // under way, by mailbox_of's name
   std::map<std::pair<int, int>, int> node_transfers;    // (from, to) node -> transfers under way
   std::vector<std::vector<trace::TimedAction>> sends;   // per rank, in posting order
@@ -242,8 +244,9 @@ double compute(World& world, int rank, const Action& a, const InstanceDraw& draw
 sim::Group dp_group(const World& world, int rank, int stage, int step) {
   const sched::Layout& layout = world.schedule.layout;
   sim::Group group;
-  for (int d = 0; d < layout.dp; ++d)
+  for (int d = 0; d < world.replicas; ++d)
     group.ranks.push_back(layout.group(d, layout.pipeline_rank_of_stage(stage)));
+  group.size = layout.dp;
   group.me = layout.dp_index(rank);
   group.tag = "dp:" + std::to_string(stage) + step_suffix(step);
   return group;
@@ -290,15 +293,21 @@ DpRing ring_of(const std::vector<int>& ranks, const Platform& platform) {
 }
 
 // The DpRing of each pipeline rank's data-parallel groups (every replica's group of a pipeline
-// rank spans the same nodes); empty when NCCL does not price the collectives.
+// rank spans the same nodes): the nodes of all dp members, the route latency of the ring of the
+// `replicas` simulated (whose largest hop, between nodes when the group spans several, is the
+// whole ring's); empty when NCCL does not price the collectives.
 std::vector<DpRing> dp_rings(const Scenario& scenario, const sched::Layout& layout,
-                             const Platform& platform, const Profile* profile) {
+                             const Platform& platform, const Profile* profile, int replicas) {
   std::vector<DpRing> rings;
   if (!nccl_collectives(scenario) || profile) return rings;
   for (int p = 0; p < layout.pp; ++p) {
     std::vector<int> ranks;
-    for (int d = 0; d < layout.dp; ++d) ranks.push_back(layout.group(d, p));
-    rings.push_back(ring_of(ranks, platform));
+    std::set<int> nodes;
+    for (int d = 0; d < layout.dp; ++d) {
+      if (d < replicas) ranks.push_back(layout.group(d, p));
+      nodes.insert(platform.rank_nodes[layout.group(d, p)]);
+    }
+    rings.push_back({static_cast<int>(nodes.size()), sim::max_ring_latency(ranks, platform)});
   }
   return rings;
 }
@@ -309,7 +318,7 @@ std::vector<DpRing> dp_rings(const Scenario& scenario, const sched::Layout& layo
 // ring's 2(N−1) or N−1 steps already took, never negative. 0 without NCCL.
 double nccl_extra_latency(const World& world, const sim::Group& group, ActionKind kind,
                           double bytes) {
-  const int n = static_cast<int>(group.ranks.size());
+  const int n = group.members();
   if (world.dp_rings.empty() || n < 2) return 0;
   // A hybrid-sharding group (part of the data-parallel group) spans nodes of its own.
   const DpRing ring = n < world.schedule.layout.dp
@@ -698,47 +707,58 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
         std::max(0.0, options.profile->inter_host_latency - scenario.cluster.intra_node.latency)};
 
   const auto engine = make_engine();
-  const Platform platform = build_platform(scenario, options.profile);
-
   const sched::Layout& layout = schedule.layout;
-  World world{
-      scenario,
-      schedule,
-      cost,
-      options,
-      platform,
-      options.collectives.value_or(layout.dp <= kMessageGroupLimit ? CollectiveModel::Message
-                                                                   : CollectiveModel::Flow),
-      {},
-      {},
-      std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
-      std::vector<std::vector<double>>(layout.group_count()),
-      {},
-      {},
-      {},
-      std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
-      {},
-      std::vector<double>(layout.group_count()),
-      {},
-      sg4::Barrier::create(layout.group_count()),
-      dp_rings(scenario, layout, platform, options.profile)};
+  const CollectiveModel collectives = options.collectives.value_or(
+      layout.dp <= kMessageGroupLimit ? CollectiveModel::Message : CollectiveModel::Flow);
+  const int replicas = options.fold_replicas
+                           ? simulated_replicas(scenario, layout, collectives, options.steps,
+                                                options.profile != nullptr)
+                           : layout.dp;
+  std::vector<bool> simulated(layout.group_count());
+  std::vector<int> simulated_ranks;
+  for (int rank = 0; rank < layout.group_count(); ++rank)
+    if ((simulated[rank] = layout.dp_index(rank) < replicas)) simulated_ranks.push_back(rank);
+  const Platform platform = build_platform(scenario, options.profile, simulated);
+
+  World world{scenario,
+              schedule,
+              cost,
+              options,
+              platform,
+              collectives,
+              replicas,
+              {},
+              {},
+              std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
+              std::vector<std::vector<double>>(layout.group_count()),
+              {},
+              {},
+              {},
+              std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
+              {},
+              std::vector<double>(layout.group_count()),
+              {},
+              sg4::Barrier::create(simulated_ranks.size()),
+              dp_rings(scenario, layout, platform, options.profile, replicas)};
   if (options.steps < 1)
     throw std::invalid_argument("simulate: steps must be >= 1, got " +
                                 std::to_string(options.steps));
   for (int rank = 0; rank < layout.group_count(); ++rank)
     world.random.emplace_back(splitmix64(options.seed ^ splitmix64(rank)));
-  for (int rank = 0; rank < layout.group_count(); ++rank)
+  for (int rank : simulated_ranks)
     sg4::Actor::create("rank" + std::to_string(rank), platform.rank_hosts[rank],
                        [&world, rank] { run_rank(world, rank); });
   engine->run();
-  for (int rank = 0; rank < layout.group_count(); ++rank) close_sends(world, rank);
+  for (int rank : simulated_ranks) close_sends(world, rank);
 
   SimResult result;
+  result.simulated_replicas = replicas;
   for (auto& rank_events : world.events)
     result.events.insert(result.events.end(), rank_events.begin(), rank_events.end());
   result.summary = options.steps > 1
                        ? trace::summarize_steps(result.events, layout.group_count(), false)
                        : trace::summarize(result.events, layout.group_count());
+  unfold_summary(result.summary, layout, replicas);
   for (int rank = 0; rank < layout.group_count(); ++rank) {
     result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
     result.summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);

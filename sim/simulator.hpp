@@ -34,6 +34,9 @@ struct SimOptions {
   /// for the later of two. 1: the deterministic step of the profile's figures.
   int steps = 1;
   std::uint64_t seed = 0;
+  /// Simulate only the replicas that symmetry requires (sim/replica_fold.hpp); false runs every
+  /// replica, for a trace of every rank or to check the fold.
+  bool fold_replicas = true;
 };
 
 inline constexpr int kMessageGroupLimit = 32;
@@ -42,6 +45,10 @@ inline constexpr int kMessageGroupLimit = 32;
 struct SimResult {
   std::vector<trace::TimedAction> events;  ///< one per executed action, predicted times
   trace::StepSummary summary;  ///< of the step, or the mean step; with peak memory and MFU
+  /// Data-parallel replicas simulated (sim/replica_fold.hpp): layout.dp, or fewer when the others
+  /// are copies by symmetry; `events` then holds the ranks of dp index below it only, and the
+  /// summary every rank (a folded one's figures are its representative's).
+  int simulated_replicas = 0;
 };
 
 /// Simulates options.steps training steps of `schedule` (lowered and validated) for `scenario`. One
