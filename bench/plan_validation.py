@@ -31,7 +31,7 @@ def published_layout(path):
 
 def simulated_step(path):
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run([DTWIN, "simulate", path, "-o", out], check=True,
+        subprocess.run([DTWIN, "simulate", path, "--allow-oom", "-o", out], check=True,
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(out, "predicted.summary.json")) as f:
             return json.load(f)["step_time_s"]

@@ -40,7 +40,7 @@ def run(scenario, extra):
         if pid == 0:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
-            os.execv(DTWIN, [DTWIN, "simulate", scenario, "-o", out] + extra)
+            os.execv(DTWIN, [DTWIN, "simulate", scenario, "--allow-oom", "-o", out] + extra)
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != 0:

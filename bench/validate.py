@@ -81,7 +81,7 @@ def step_flops(formula, d):
 def simulate(path):
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
-        subprocess.run([DTWIN, "simulate", path, "-o", out], check=True,
+        subprocess.run([DTWIN, "simulate", path, "--allow-oom", "-o", out], check=True,
                        stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
         with open(os.path.join(out, "predicted.summary.json")) as f:

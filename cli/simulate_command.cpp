@@ -1,4 +1,7 @@
+#include <iostream>
+
 #include "cli/commands.hpp"
+#include "cli/memory_fit.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/simulation_job.hpp"
 #include "models/cost/scenario_schedule.hpp"
@@ -12,6 +15,7 @@ struct SimulateOptions {
   std::string collectives = "auto";
   std::optional<int> steps;
   bool all_replicas = false;
+  bool allow_oom = false;
 };
 
 int run_simulate(const SimulateOptions& options) {
@@ -23,8 +27,12 @@ int run_simulate(const SimulateOptions& options) {
   if (options.collectives == "message") sim_options.collectives = sim::CollectiveModel::Message;
   if (options.collectives == "flow") sim_options.collectives = sim::CollectiveModel::Flow;
   sim_options.fold_replicas = !options.all_replicas;
-  simulate_and_write(scenario, schedule, sim_options, prepare_output_dir(options.output, scenario));
-  return 0;
+  const sim::SimResult result = simulate_and_write(scenario, schedule, sim_options,
+                                                   prepare_output_dir(options.output, scenario));
+  const std::string overflow = memory_overflow_message(scenario, result.summary);
+  if (overflow.empty() || options.allow_oom) return 0;
+  std::cerr << "error: " << overflow << "\n";
+  return kExitDoesNotFit;
 }
 
 }  // namespace
@@ -44,6 +52,9 @@ void add_simulate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--all-replicas", options->all_replicas,
                 "Simulate every data-parallel replica (slower; the trace then holds every rank) "
                 "instead of the two nodes' worth whose copies the others are (docs/simulator.md)");
+  cmd->add_flag("--allow-oom", options->allow_oom,
+                "Exit 0 when a rank's predicted peak exceeds its device's memory (default: exit 3 "
+                "naming the rank, its peak and the capacity)");
 }
 
 }  // namespace dtwin

@@ -5,6 +5,7 @@
 
 #include "base/file_writer.hpp"
 #include "cli/accuracy_cautions.hpp"
+#include "cli/defaults_report.hpp"
 #include "cli/output_dir.hpp"
 #include "models/cost/cost_model.hpp"
 #include "trace/summary_table.hpp"
@@ -48,6 +49,7 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
               << schedule.layout.dp << " (two nodes' worth): the others are their copies by "
               << "symmetry (replica d as d mod " << result.simulated_replicas
               << "); the trace holds the simulated ranks, --all-replicas simulates all\n";
+  std::cout << defaults_report(scenario);
   for (const std::string& caution : accuracy_cautions(scenario))
     std::cout << "caution: " << caution << "\n";
   std::cout << "wrote " << dir << "/predicted.trace.json and predicted.summary.json\n";

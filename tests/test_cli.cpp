@@ -149,11 +149,18 @@ TEST_CASE("dtwin simulate writes the predicted trace and summary") {
   }
 }
 
-TEST_CASE("dtwin simulate flags memory beyond the device instead of failing") {
-  const Result result = run_dtwin("simulate " + kQuickstart +
-                                  " --set cluster.device.memory=1MB -o sim-small-memory-out");
-  CHECK(result.exit_code == 0);
-  CHECK_THAT(result.output, Catch::Contains("NO"));
+TEST_CASE("dtwin simulate exits 3 when a rank does not fit its device, 0 with --allow-oom") {
+  const std::string small =
+      "simulate " + kQuickstart + " --set cluster.device.memory=1MB -o sim-small-memory-out";
+  const Result result = run_dtwin(small);
+  CHECK(result.exit_code == 3);
+  CHECK_THAT(result.output, Catch::Contains("the layout does not fit: 3 of 3 ranks") &&
+                                Catch::Contains("rank 0 peaks at") &&
+                                Catch::Contains("GiB of model states"));
+  CHECK(std::filesystem::exists("sim-small-memory-out/predicted.summary.json"));
+  const Result allowed = run_dtwin(small + " --allow-oom");
+  CHECK(allowed.exit_code == 0);
+  CHECK_THAT(allowed.output, Catch::Contains("NO") && !Catch::Contains("does not fit"));
 }
 
 TEST_CASE("bad command lines exit 2 with a message") {
@@ -281,7 +288,11 @@ TEST_CASE("every scenario in scenarios/ simulates") {
     const std::string out = "simulate-" + entry.path().stem().string();
     const Result result = run_dtwin("simulate " + entry.path().string() + " -o " + out);
     INFO(entry.path() << "\n" << result.output);
-    CHECK(result.exit_code == 0);
+    // 3: the prediction is written and says the layout does not fit (deepseek-v3-2048gpu, whose
+    // header says why).
+    CHECK((result.exit_code == 0 ||
+           (result.exit_code == 3 &&
+            result.output.find("the layout does not fit") != std::string::npos)));
     CHECK(std::filesystem::exists(out + "/predicted.summary.json"));
     std::filesystem::remove_all(out);
     ++count;
@@ -555,8 +566,9 @@ TEST_CASE("dtwin simulate cautions where the validation found its predictions of
       run_dtwin("simulate " + zero3 + " -o " + std::filesystem::absolute("sim-zero3").string());
   REQUIRE(cautioned.exit_code == 0);
   CHECK_THAT(cautioned.output, Catch::Contains("caution: ZeRO-3 on GPUs"));
-  // The same run under ZeRO-1 is inside the validated ground: no caution.
-  const Result plain = run_dtwin("simulate " + zero3 + " --set layout.zero=1 -o " +
+  // The same run under ZeRO-1 is inside the validated ground: no caution (its 175B model states
+  // do not fit under ZeRO-1: the prediction is kept with --allow-oom).
+  const Result plain = run_dtwin("simulate " + zero3 + " --set layout.zero=1 --allow-oom -o " +
                                  std::filesystem::absolute("sim-zero1").string());
   REQUIRE(plain.exit_code == 0);
   CHECK_THAT(plain.output, !Catch::Contains("caution:"));

@@ -36,8 +36,10 @@ std::optional<LayoutCandidate> kept(const LayoutSearch& search, int tp, int pp,
 TEST_CASE("the planner holds ZB-1p and ZB-2p to the memory of the schedule it simulates",
           "[threads]") {
   using sched::ScheduleKind;
-  // LLaMA-2 7B on 8 GPUs of 75 GiB, 16 sequences: ZeRO, recompute and sequence parallelism off.
-  const Scenario base = load_scenario(kLlama, {"cluster.device.memory=75GiB"});
+  // LLaMA-2 7B on 8 GPUs of 75 GiB, 16 sequences, eager attention: ZeRO, recompute and sequence
+  // parallelism off.
+  const Scenario base =
+      load_scenario(kLlama, {"cluster.device.memory=75GiB", "model.attention=eager"});
   const PlanRequest request{base, 8, 16, {"zero", "recompute", "sequence_parallel"}, {}};
   const LayoutSearch search = search_layouts(request, [](int, int) {});
   CHECK(search.dropped.at("memory") > 0);
@@ -67,9 +69,10 @@ TEST_CASE("the planner holds ZB-1p and ZB-2p to the memory of the schedule it si
   // tp 2 · pp 4 (m 16): ZB-1p's 4 microbatches fit; ZB-2p's 8 (77.7 GiB) do not and it is dropped.
   CHECK(kept(search, 2, 4, ScheduleKind::Zb1p));
   CHECK_FALSE(kept(search, 2, 4, ScheduleKind::Zb2p));
-  const Scenario dropped = load_scenario(
-      kLlama, {"cluster.device.memory=75GiB", "cluster.nodes=1", "layout.tp=2", "layout.pp=4",
-               "layout.dp=1", "layout.microbatches=16", "layout.schedule=zb-2p"});
+  const Scenario dropped =
+      load_scenario(kLlama, {"cluster.device.memory=75GiB", "model.attention=eager",
+                             "cluster.nodes=1", "layout.tp=2", "layout.pp=4", "layout.dp=1",
+                             "layout.microbatches=16", "layout.schedule=zb-2p"});
   const StepEstimate estimate = estimate_step(dropped, CostModel(dropped));
   CHECK(std::ranges::max(estimate.peak_bytes) > 75 * kGiB);
 }

@@ -290,3 +290,16 @@ TEST_CASE("every malformed scenario fails at the expected line", "[scenario]") {
     CHECK(msg.find('\n') == std::string::npos);
   }
 }
+
+TEST_CASE("a plain number implausible for its kind asks for a unit", "[units]") {
+  using dtwin::implausible_without_unit;
+  CHECK(implausible_without_unit("300", Quantity::Bandwidth).find("300GB/s") != std::string::npos);
+  CHECK(implausible_without_unit("300B/s", Quantity::Bandwidth).empty());  // the unit is given
+  CHECK(implausible_without_unit("1e9", Quantity::Bandwidth).empty());     // 1 GB/s
+  CHECK(implausible_without_unit("2", Quantity::Latency).find("2us") != std::string::npos);
+  CHECK(implausible_without_unit("0.5", Quantity::Latency).empty());
+  CHECK(implausible_without_unit("0", Quantity::Bytes).empty());  // 0: "the default" for sizes
+  CHECK(implausible_without_unit("24", Quantity::Bytes).find("24GiB") != std::string::npos);
+  CHECK(implausible_without_unit("1e8", Quantity::FlopRate).find("TFLOP/s") != std::string::npos);
+  CHECK(implausible_without_unit("7", Quantity::Count).empty());
+}

@@ -77,9 +77,12 @@ struct LayoutSpec {
   /// MoE layers re-partition a stage's dp·cp·tp GPUs as etp × ep × edp (expert-tensor index
   /// innermost, then expert-parallel index, then expert-data-parallel index, all in the order of
   /// the dense layers' GPU numbering g mod dp·cp·tp), edp = dp·cp·tp / (ep·etp).
-  int ep = 1;                ///< expert-parallel degree: num_experts / ep experts per GPU
-  int etp = 0;               ///< expert tensor parallelism; 0 = tp (Megatron-LM's default)
-  int microbatches = 1;      ///< microbatches per step per replica
+  int ep = 1;            ///< expert-parallel degree: num_experts / ep experts per GPU
+  int etp = 0;           ///< expert tensor parallelism; 0 = tp (Megatron-LM's default)
+  int microbatches = 1;  ///< microbatches per step per replica
+  /// Sequences per step over all replicas (Megatron-LM's --global-batch-size); 0 = not given.
+  /// When given, microbatches = global_batch / (micro_batch_size · dp).
+  int global_batch = 0;
   int micro_batch_size = 1;  ///< sequences per microbatch
   sched::ScheduleKind schedule = sched::ScheduleKind::OneFOneB;
   int virtual_stages = 1;  ///< model chunks per pipeline rank (interleaved 1F1B)
@@ -188,6 +191,9 @@ struct RuntimeSpec {
 struct Scenario {
   std::string source;  ///< file it came from
   std::string name;
+  /// The optional keys the file (and --set) left out, in schema order: their values are the
+  /// defaults (a section's keys only where the section is given). Filled by load_scenario.
+  std::vector<std::string> defaulted;
   ModelSpec model;
   LayoutSpec layout;
   TrainingSpec training;

@@ -8,6 +8,7 @@
 
 #include "models/spec/config_reader.hpp"
 #include "models/spec/schema.hpp"
+#include "models/spec/size_guard.hpp"
 #include "models/spec/validate.hpp"
 
 namespace dtwin {
@@ -76,9 +77,14 @@ FieldValue read_value(const Origin& origin, const Field& node, const FieldSpec& 
       value = detail::to_integer(origin, node, LLONG_MIN, LLONG_MAX, expected_text(field));
       break;
     }
-    case FieldKind::Quantity:
+    case FieldKind::Quantity: {
       value = detail::to_quantity(origin, node, field.quantity, field.positive);
+      // A scenario's quantities are written by hand: a plain number far from any real link,
+      // latency, peak or memory is a missing unit (profiles and device files are not checked).
+      const std::string implausible = implausible_without_unit(node.node.Scalar(), field.quantity);
+      if (!implausible.empty()) expected(origin, node, implausible);
       break;
+    }
     case FieldKind::Boolean:
       value = detail::to_choice(origin, node, field.choices) == "true";
       break;
@@ -124,6 +130,47 @@ void read_section(const Origin& origin, const Field& field, const std::string& p
   }
 }
 
+/// Whether the file gives the section that holds `field` (always, for a top-level key).
+bool section_given(const FieldSpec& field, const std::map<std::string, Field>& present) {
+  return field.parent().empty() || present.count(field.parent()) > 0;
+}
+
+/// Throws "missing key" for an optional key left out where its required_if holds.
+void check_conditionally_required(const Origin& origin, const Field& root,
+                                  const std::map<std::string, Field>& present, const Scenario& sc) {
+  for (const FieldSpec& field : scenario_fields()) {
+    if (field.required_if.empty() || present.count(field.path) || !section_given(field, present))
+      continue;
+    const FieldSpec* other = find_field(field.required_if);
+    if (std::get<long long>(other->get(sc)) < field.required_from) continue;
+    const auto parent = present.find(field.parent());
+    origin.fail(
+        field.path, parent == present.end() ? root.mark : parent->second.mark,
+        fmt::format("missing key (required when {} >= {})", other->name(), field.required_from));
+  }
+}
+
+/// Fills the values that keys left out take from other keys: precision bf16 and flash attention
+/// on a GPU device (fp32 and eager, the Scenario defaults, on a CPU), microbatches from
+/// global_batch, the inter-node link (unused on one node) from the intra-node one; and
+/// sc.defaulted: the keys left out of a section the file gives, and those whose value was
+/// derived here wherever they sit.
+void apply_defaults(const std::map<std::string, Field>& present, Scenario& sc) {
+  const bool gpu = sc.cluster.device.kind == DeviceKind::Gpu;
+  if (gpu && !present.count("training.precision")) sc.training.precision = Precision::Bf16;
+  if (gpu && !present.count("model.attention")) sc.model.attention = Attention::Flash;
+  LayoutSpec& l = sc.layout;
+  if (present.count("layout.global_batch") && !present.count("layout.microbatches"))
+    l.microbatches = std::max(1, l.global_batch / std::max(1, l.micro_batch_size * l.dp));
+  if (!present.count("cluster.inter_node")) sc.cluster.inter_node = sc.cluster.intra_node;
+  static const Scenario blank;
+  for (const FieldSpec& field : scenario_fields()) {
+    const bool derived = field.kind != FieldKind::Section && field.get(sc) != field.get(blank);
+    if (!present.count(field.path) && (section_given(field, present) || derived))
+      sc.defaulted.push_back(field.path);
+  }
+}
+
 /// Loads the device description that cluster.device.model names; its peak (at the training
 /// precision's storage type: bf16 under fp8) and memory stand in for keys the file does not give.
 void read_device_description(const Origin& origin, const std::map<std::string, Field>& present,
@@ -141,10 +188,14 @@ void read_device_description(const Origin& origin, const std::map<std::string, F
   if (!present.count("cluster.device.memory")) dev.memory = dev.description->memory;
 }
 
-/// Throws the first violation of validate() at the place of the key to blame.
+/// Throws the first violation of validate(), else of size_violation with this machine's budget,
+/// at the place of the key to blame.
 void check_rules(const Origin& origin, const Field& root,
                  const std::map<std::string, Field>& present, const Scenario& sc) {
-  const std::vector<Violation> violations = validate(sc);
+  std::vector<Violation> violations = validate(sc);
+  if (violations.empty())
+    if (auto too_large = size_violation(sc, machine_memory_budget()))
+      violations.push_back(*too_large);
   if (violations.empty()) return;
   const Violation& v = violations.front();
   std::vector<const Field*> fields;
@@ -173,6 +224,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   const Field root{doc, "", doc.Mark()};
   std::map<std::string, Field> present;
   read_section(origin, root, "", sc, present);
+  check_conditionally_required(origin, root, present, sc);
+  apply_defaults(present, sc);
   read_device_description(origin, present, sc);
   check_rules(origin, root, present, sc);
   return sc;

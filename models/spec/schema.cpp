@@ -132,6 +132,15 @@ FieldSpec unless(FieldSpec f, std::string other, std::string note) {
   return noted(std::move(f), std::move(note));
 }
 
+/// `f` (optional), required where the integer key `other` of its section is at least `from`;
+/// else its default is `note`.
+FieldSpec required_if(FieldSpec f, std::string other, long long from, std::string note) {
+  f.required = false;
+  f.required_if = std::move(other);
+  f.required_from = from;
+  return noted(std::move(f), std::move(note));
+}
+
 FieldSpec with_max(FieldSpec f, long long max, std::string what) {
   f.max = max;
   f.what = std::move(what);
@@ -146,9 +155,9 @@ FieldSpec with_quantity_max(FieldSpec f, double max, std::string what) {
 
 /// The two keys of a link section under `path` (bandwidth and latency), bound to `link`.
 template <typename... Ms>
-void add_link(std::vector<FieldSpec>& fields, const std::string& path, bool required,
-              const std::string& meaning, Ms... link) {
-  fields.push_back(section(path, required, meaning));
+void add_link(std::vector<FieldSpec>& fields, FieldSpec link_section, Ms... link) {
+  const std::string path = link_section.path;
+  fields.push_back(std::move(link_section));
   fields.push_back(
       bind(quantity(path + ".bandwidth", true, Quantity::Bandwidth, true, "bytes/s per direction"),
            link..., &LinkSpec::bandwidth));
@@ -204,10 +213,11 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(
       integer("model.seq_len", true, 1, "tokens per sequence", "--seq-length", "training.seq_len"),
       &S::model, &M::seq_len));
-  f.push_back(bind_enum(choice("model.attention", false,
-                               "eager (stores the a·s² scores) or flash (memory-efficient: "
-                               "no score tensors)",
-                               "--attention-backend"),
+  f.push_back(bind_enum(noted(choice("model.attention", false,
+                                     "eager (stores the a·s² scores) or flash (memory-efficient: "
+                                     "no score tensors)",
+                                     "--attention-backend"),
+                              "flash on a gpu device, eager on a cpu"),
                         kAttentionNames, &S::model, &M::attention));
 
   f.push_back(section("model.moe", false,
@@ -261,7 +271,7 @@ std::vector<FieldSpec> make_fields() {
                            "parallelism.data_parallel_replicate_degree"),
                    &S::layout, &L::dp));
   f.push_back(
-      bind(integer("layout.pp", true, 1, "pipeline stages per replica (ranks)",
+      bind(integer("layout.pp", false, 1, "pipeline stages per replica (ranks)",
                    "--pipeline-model-parallel-size", "parallelism.pipeline_parallel_degree"),
            &S::layout, &L::pp));
   f.push_back(
@@ -291,15 +301,22 @@ std::vector<FieldSpec> make_fields() {
                     "--expert-tensor-parallel-size", "parallelism.expert_tensor_parallel_degree"),
             "layout.tp (Megatron-LM's default)"),
       &S::layout, &L::etp));
-  f.push_back(bind(integer("layout.microbatches", true, 1,
-                           "microbatches per step per replica (global batch / (dp · "
-                           "micro_batch_size))"),
+  f.push_back(bind(integer("layout.global_batch", false, 1,
+                           "sequences per step over all replicas; sets microbatches to "
+                           "global_batch / (micro_batch_size · dp)",
+                           "--global-batch-size", "training.global_batch_size"),
+                   &S::layout, &L::global_batch));
+  f.push_back(bind(unless(integer("layout.microbatches", true, 1,
+                                  "microbatches per step per replica (global batch / (dp · "
+                                  "micro_batch_size))"),
+                          "layout.global_batch", "global_batch / (micro_batch_size · dp)"),
                    &S::layout, &L::microbatches));
   f.push_back(bind(
       integer("layout.micro_batch_size", true, 1, "sequences per microbatch", "--micro-batch-size"),
       &S::layout, &L::micro_batch_size));
-  f.push_back(bind_enum(choice("layout.schedule", true, "the pipeline schedule", "",
-                               "parallelism.pipeline_parallel_schedule"),
+  f.push_back(bind_enum(required_if(choice("layout.schedule", true, "the pipeline schedule", "",
+                                           "parallelism.pipeline_parallel_schedule"),
+                                    "layout.pp", 2, "1f1b (one stage: no pipeline)"),
                         sched::kScheduleKindNames, &S::layout, &L::schedule));
   f.push_back(
       bind(integer("layout.virtual_stages", false, 1,
@@ -395,10 +412,11 @@ std::vector<FieldSpec> make_fields() {
                             LLONG_MAX, ""),
                    &S::training, &T::seed));
   f.push_back(
-      bind_enum(choice("training.precision", false,
-                       "element type of weights and activations; fp8: bf16 with the layers' "
-                       "linear GEMMs in fp8",
-                       "--bf16 (--fp8-format hybrid)", "training.mixed_precision_param"),
+      bind_enum(noted(choice("training.precision", false,
+                             "element type of weights and activations; fp8: bf16 with the "
+                             "layers' linear GEMMs in fp8",
+                             "--bf16 (--fp8-format hybrid)", "training.mixed_precision_param"),
+                      "bf16 on a gpu device, fp32 on a cpu"),
                 kPrecisionNames, &S::training, &T::precision));
   f.push_back(bind_enum(
       choice("training.grad_precision", false,
@@ -457,13 +475,18 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(text("cluster.device.profile", false, true,
                         "a measured profile file (dtwin profile); \"\" = none"),
                    &S::cluster, &C::device, &D::profile));
-  add_link(f, "cluster.device.host_link", false,
-           "device <-> host memory (PCIe), for layout.offload", &S::cluster, &C::device,
-           &D::host_link);
-  add_link(f, "cluster.intra_node", true, "between devices of one node (NVLink, PCIe, loopback)",
-           &S::cluster, &C::intra_node);
-  add_link(f, "cluster.inter_node", true, "each node's link into the network", &S::cluster,
-           &C::inter_node);
+  add_link(f,
+           section("cluster.device.host_link", false,
+                   "device <-> host memory (PCIe), for layout.offload"),
+           &S::cluster, &C::device, &D::host_link);
+  add_link(
+      f,
+      section("cluster.intra_node", true, "between devices of one node (NVLink, PCIe, loopback)"),
+      &S::cluster, &C::intra_node);
+  add_link(f,
+           required_if(section("cluster.inter_node", true, "each node's link into the network"),
+                       "cluster.nodes", 2, "unused with one node"),
+           &S::cluster, &C::inter_node);
   f.push_back(bind_enum(choice("cluster.topology", false, "the simulated inter-node network"),
                         kTopologyNames, &S::cluster, &C::topology));
   f.push_back(bind(integer("cluster.nodes_per_switch", false, 1,

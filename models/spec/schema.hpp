@@ -40,6 +40,11 @@ struct FieldSpec {
   bool required = false;
   /// For a key required unless another key is given: that key's path ("" = none).
   std::string required_unless;
+  /// For an optional key required only where an integer key of its section is at least
+  /// required_from (layout.schedule where pp >= 2): that key's path ("" = none), checked once
+  /// the whole file is read.
+  std::string required_if;
+  long long required_from = 0;
   Quantity quantity = Quantity::Count;  ///< Quantity: the unit family
   long long min = 0;                    ///< Integer and IntList: the smallest value
   long long max = 0;                    ///< Integer: the largest value (0 = INT_MAX)

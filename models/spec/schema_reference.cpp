@@ -76,6 +76,13 @@ ordered_json field_schema(const FieldSpec& f) {
       for (const FieldSpec* child : section_fields(f.path)) {
         properties[child->name()] = field_schema(*child);
         if (child->required && child->required_unless.empty()) required.push_back(child->name());
+        if (!child->required_if.empty()) {
+          const std::string other = find_field(child->required_if)->name();
+          all_of.push_back({{"if",
+                             {{"properties", {{other, {{"minimum", child->required_from}}}}},
+                              {"required", {other}}}},
+                            {"then", {{"required", {child->name()}}}}});
+        }
         if (!child->required_unless.empty()) {
           const std::string other = find_field(child->required_unless)->name();
           all_of.push_back({{"anyOf", ordered_json::array({{{"required", {other}}},
@@ -96,7 +103,17 @@ ordered_json field_schema(const FieldSpec& f) {
     case FieldKind::Quantity: {
       ordered_json number = {{"type", "number"}};
       number[f.positive ? "exclusiveMinimum" : "minimum"] = 0;
-      if (f.quantity_max > 0) number["maximum"] = f.quantity_max;
+      // Plain numbers outside the plausible range need a unit (a size of 0 excepted).
+      const PlainRange plausible = plausible_plain_range(f.quantity);
+      const double max =
+          plausible.max > 0 && (f.quantity_max == 0 || plausible.max < f.quantity_max)
+              ? plausible.max
+              : f.quantity_max;
+      if (max > 0) number["maximum"] = max;
+      if (plausible.min > 0 && (f.positive || f.quantity != Quantity::Bytes))
+        number["minimum"] = plausible.min;
+      else if (plausible.min > 0)
+        number["anyOf"] = ordered_json::array({{{"const", 0}}, {{"minimum", plausible.min}}});
       ordered_json alternatives = ordered_json::array({number});
       const std::vector<std::string> units = unit_names(f.quantity);
       // A number with an optional unit; for "> 0", not one whose digits are all zeros.

@@ -1,5 +1,8 @@
 #include "models/spec/units.hpp"
 
+#include <fmt/format.h>
+
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -92,6 +95,50 @@ std::string quantity_description(Quantity kind) {
       break;
   }
   return "a number such as 3 or 1e-3";
+}
+
+PlainRange plausible_plain_range(Quantity kind) {
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return {1e6, 0};
+    case Quantity::Latency:
+      return {0, 1};
+    case Quantity::FlopRate:
+      return {1e9, 0};
+    case Quantity::Bytes:
+      return {1e6, 0};
+    case Quantity::Count:
+      return {};
+  }
+  return {};
+}
+
+std::string implausible_without_unit(const std::string& text, Quantity kind) {
+  const std::string_view number = trim(text);
+  if (number.empty() || std::isalpha(static_cast<unsigned char>(number.back()))) return "";
+  const double value = parse_quantity(text, kind);
+  const PlainRange range = plausible_plain_range(kind);
+  if (value >= range.min && (range.max == 0 || value <= range.max)) return "";
+  if (kind == Quantity::Bytes && value == 0) return "";
+  const std::string plain(number);
+  const auto message = [&](const char* what, const char* examples, const char* base,
+                           const char* bound) {
+    return fmt::format("{} with its unit, such as {} (a plain {} is {} {}, {}: implausible)", what,
+                       fmt::format(fmt::runtime(examples), plain), plain, plain, base, bound);
+  };
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return message("a bandwidth", "{0}GB/s or {0}Gb/s", "bytes/s", "under 1 MB/s");
+    case Quantity::Latency:
+      return message("a latency", "{0}us or {0}ms", "seconds", "over 1 s");
+    case Quantity::FlopRate:
+      return message("a FLOP rate", "{0}TFLOP/s", "FLOP/s", "under 1 GFLOP/s");
+    case Quantity::Bytes:
+      return message("a size", "{0}GiB or {0}GB", "bytes", "under 1 MB");
+    case Quantity::Count:
+      return "";
+  }
+  return "";
 }
 
 double parse_quantity(const std::string& text, Quantity kind) {

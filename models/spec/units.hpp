@@ -25,6 +25,21 @@ enum class Quantity {
 /// garbage, or a value that is not finite. The sign is not checked: callers check ranges.
 double parse_quantity(const std::string& text, Quantity kind);
 
+/// The plain numbers (no unit, so base units) plausible for a scenario key of `kind`: at least
+/// `min` and at most `max`. A bandwidth from 1 MB/s, a latency up to 1 s, a FLOP rate from
+/// 1 GFLOP/s, a size of 0 (a key's "default") or from 1 MB; any count.
+struct PlainRange {
+  double min = 0;
+  double max = 0;  ///< 0: no upper bound
+};
+PlainRange plausible_plain_range(Quantity kind);
+
+/// "" unless `text` is a plain number (no unit) outside plausible_plain_range(kind) (a size of 0
+/// excepted). Then what the text should be, as messages say it after "expected",
+/// e.g. "a bandwidth with its unit, such as 300GB/s or 300Gb/s (a plain 300 is 300 bytes/s, under
+/// 1 MB/s: implausible)".
+std::string implausible_without_unit(const std::string& text, Quantity kind);
+
 /// The bound on a quantity as messages say it: "a FLOP rate > 0" (`positive`) or "... >= 0".
 std::string quantity_bound(Quantity kind, bool positive);
 

@@ -55,6 +55,25 @@ void check_model(const ModelSpec& m, std::vector<Violation>& out) {
                                m.n_kv_heads, m.n_heads)});
 }
 
+// layout.global_batch, when given, is microbatches · micro_batch_size · dp (Megatron-LM's
+// number of microbatches: global batch / (micro batch · data-parallel size)).
+void check_global_batch(const LayoutSpec& l, std::vector<Violation>& out) {
+  const long long per_microbatch = static_cast<long long>(l.micro_batch_size) * l.dp;
+  if (l.global_batch <= 0 || per_microbatch <= 0 ||
+      l.global_batch == l.microbatches * per_microbatch)
+    return;
+  out.push_back(
+      {{"layout.global_batch", "layout.microbatches"},
+       l.global_batch % per_microbatch != 0
+           ? fmt::format("layout.global_batch ({}) to be a multiple of micro_batch_size · dp "
+                         "({} · {} = {})",
+                         l.global_batch, l.micro_batch_size, l.dp, per_microbatch)
+           : fmt::format("layout.global_batch ({}) to equal microbatches · micro_batch_size · dp "
+                         "({} · {} · {} = {}); give one of global_batch and microbatches",
+                         l.global_batch, l.microbatches, l.micro_batch_size, l.dp,
+                         l.microbatches * per_microbatch)});
+}
+
 void check_pipeline(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
   const std::string_view schedule = sched::kScheduleKindNames.name(l.schedule);
   const sched::Requirements needs = sched::requirements(l.schedule);
@@ -321,6 +340,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_ranges(sc, out);
   if (!out.empty()) return out;  // the rules below assume every value in its range
   check_model(sc.model, out);
+  check_global_batch(sc.layout, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
   check_context_parallel(sc.model, sc.layout, out);
