@@ -11,13 +11,14 @@ one "ph": "X" event with "name" (canonical action string such as "0F1", "1SEND_F
 and "args": {stage, microbatch, kind, step, exposed_comm_us}.
 
 Helpers:
-  load_events(path)          -> list of Event (the X events), times in microseconds
+  load_trace(path)           -> Trace: its Event list (the X events, times in microseconds) and
+                                the ranks its metadata names (a folded prediction names them all)
   steps(events)              -> {step: [Event, ...]}
   step_span_us(events)       -> (first start, last end) of a set of events
   select_step(events, step)  -> the events of one step (InputError if it is absent)
   median_step(events, skip_first=True) -> step number with the median duration
   normalise(events)          -> copies with times in ms, the step starting at 0
-  step_stats(events, ranks)  -> step time, busy compute, exposed comm, idle and bubble
+  step_stats(events)         -> step time, busy compute, exposed comm and idle per rank, bubble
   read_csv(path, required, optional) -> {column: [str, ...]}
 """
 
@@ -102,8 +103,15 @@ def _event(raw, index, path):
     return Event(name, pid, tid, start, dur, kind, stage, microbatch, step, max(0.0, exposed))
 
 
-def load_events(path):
-    """The X events of a trace file, sorted by (step, rank, start). Raises InputError."""
+@dataclass(frozen=True)
+class Trace:
+    events: list       # the X events, sorted by (step, rank, start)
+    named_ranks: int   # ranks named by "process_name" metadata (0 when there is none)
+
+
+def load_trace(path):
+    """The X events of a trace file, sorted by (step, rank, start), and the number of ranks its
+    metadata names. Raises InputError."""
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     try:
@@ -122,12 +130,9 @@ def load_events(path):
     if not events:
         raise InputError(f"{path}: no 'X' (action) events")
     events.sort(key=lambda e: (e.step, e.rank, e.start))
-    return events
-
-
-def world_size(events):
-    """Number of ranks: one more than the highest pid."""
-    return max(e.rank for e in events) + 1
+    named = {e.get("pid") for e in raw if isinstance(e, dict) and e.get("ph") == "M"
+             and e.get("name") == "process_name" and isinstance(e.get("pid"), int)}
+    return Trace(events, len(named))
 
 
 def steps(events):
@@ -166,21 +171,22 @@ def normalise(events, scale=1e-3):
             for e in events]
 
 
-def step_stats(events, ranks=None):
-    """Per-step accounting as trace/timeline.cpp does it: step = last end - first start;
-    busy = compute durations (F, B, I, W, OPTIM); comm = exposed communication;
-    idle = max(0, step - busy - comm); bubble = mean over ranks of idle / step."""
-    ranks = ranks or world_size(events)
+def step_stats(events):
+    """Per-step accounting as trace/timeline.cpp does it, over the ranks present in `events`:
+    step = last end - first start; busy = compute durations (F, B, I, W, OPTIM); comm = exposed
+    communication; idle = max(0, step - busy - comm); bubble = mean over ranks of idle / step.
+    busy, comm and idle are {rank: time}."""
+    ranks = sorted({e.rank for e in events})
     first, last = step_span_us(events)
     step = last - first
-    busy, comm = [0.0] * ranks, [0.0] * ranks
+    busy, comm = dict.fromkeys(ranks, 0.0), dict.fromkeys(ranks, 0.0)
     for e in events:
         if e.is_compute:
             busy[e.rank] += e.dur
         else:
             comm[e.rank] += e.exposed
-    idle = [max(0.0, step - b - c) for b, c in zip(busy, comm)]
-    bubble = sum(i / step for i in idle) / ranks if step > 0 else 0.0
+    idle = {r: max(0.0, step - busy[r] - comm[r]) for r in ranks}
+    bubble = sum(i / step for i in idle.values()) / len(ranks) if step > 0 else 0.0
     return {"step": step, "busy": busy, "comm": comm, "idle": idle, "bubble": bubble}
 
 
