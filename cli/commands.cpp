@@ -1,9 +1,15 @@
 #include "cli/commands.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <iostream>
 #include <stdexcept>
 
+#include "base/closest_name.hpp"
 #include "base/user_error.hpp"
+#include "dtwin_commit.hpp"
 #include "models/spec/scenario_loader.hpp"
 #include "schedules/validate.hpp"
 
@@ -53,9 +59,32 @@ int run_guarded(const std::function<int()>& body) {
   }
 }
 
+namespace {
+
+/// "" unless the first argument names no subcommand of `app` (and is no option); else the
+/// message, with the nearest subcommand's name when one is near ("did you mean simulate?").
+std::string unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands({})) names.push_back(command->get_name());
+  if (std::find(names.begin(), names.end(), word) != names.end()) return "";
+  const std::optional<std::string> near = closest_name(word, names);
+  return "unknown command '" + word + "'" + (near ? "; did you mean " + *near + "?" : "") +
+         " (commands: " + fmt::format("{}", fmt::join(names, ", ")) + ")";
+}
+
+}  // namespace
+
 int parse_and_run(CLI::App& app, int argc, char** argv, const int& exit_code) {
   app.name("dtwin");
+  app.set_version_flag("--version",
+                       std::string("dtwin ") + DTWIN_VERSION + " (" + DTWIN_COMMIT + ")");
   app.require_subcommand(1);
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::cerr << "error: " << unknown << "\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

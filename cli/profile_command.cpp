@@ -10,6 +10,7 @@
 #include "runtime/calibrate/concurrency_probe.hpp"
 #include "runtime/calibrate/profiler.hpp"
 #include "runtime/capabilities.hpp"
+#include "runtime/data/tokenizer.hpp"
 #include "runtime/rank_env.hpp"
 
 namespace dtwin {
@@ -21,6 +22,7 @@ namespace {
 int run_profile(const MachineJobOptions& options) {
   const Scenario scenario = options.scenario.load();
   rt::check_runtime_supports(scenario);
+  rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before any output folder exists
   const auto env = rt::rank_env_from_environment();
   if (!env) {
     std::cout << "wrote " << measure_and_save_profile(options, scenario, options.output) << "\n";

@@ -18,6 +18,7 @@
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/data/tokenizer.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
 
@@ -113,6 +114,7 @@ int run_main_job(const RunOptions& options) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario, schedule);
+  rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before the output folder exists
   const std::string dir = prepare_output_dir(options.output, scenario);
   rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   if (const auto env = rt::rank_env_from_environment())

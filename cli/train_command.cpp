@@ -8,6 +8,7 @@
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
 #include "runtime/data/token_dataset.hpp"
+#include "runtime/data/tokenizer.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
 
@@ -28,6 +29,7 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
                     ": layout.zero: expected 0 with --resume (a checkpoint holds the optimizer "
                     "state of replica 0's shard only), got " +
                     std::to_string(scenario.layout.zero));
+  rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before the output folder exists
   rt::TrainOptions train;
   train.output_dir = prepare_output_dir(options.output, scenario);
   train.data_dir = options.data_dir;

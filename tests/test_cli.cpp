@@ -174,6 +174,16 @@ TEST_CASE("bad command lines exit 2 with a message") {
   CHECK(bad_set.exit_code == 2);
   CHECK_THAT(bad_set.output, Catch::Contains("--set layout.pp=x: layout.pp: expected"));
   CHECK(run_dtwin("--help").exit_code == 0);
+  const Result misspelled = run_dtwin("simulat " + kQuickstart);
+  CHECK(misspelled.exit_code == 2);
+  CHECK_THAT(misspelled.output,
+             Catch::Contains("unknown command 'simulat'; did you mean simulate?"));
+  const Result key = run_dtwin("schedule " + kQuickstart + " --set layout.mircobatches=3");
+  CHECK(key.exit_code == 2);
+  CHECK_THAT(key.output, Catch::Contains("did you mean microbatches?"));
+  const Result version = run_dtwin("--version");
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.output, Catch::StartsWith("dtwin 0.1.0 ("));
 }
 
 namespace {
@@ -630,4 +640,17 @@ TEST_CASE("dtwin plan exits 2 naming why no layout can be searched") {
              Catch::Contains(
                  "--keep schedule: expected zero, recompute, sequence_parallel, ep, cp, dp_shard"));
   CHECK(plan("--global-batch -2").exit_code == 2);
+}
+
+TEST_CASE("a missing corpus exits 2 before train, run or profile makes an output folder") {
+  for (const char* command : {"train", "run", "profile"}) {
+    CAPTURE(command);
+    const std::string out = std::filesystem::absolute("no-corpus-out").string();
+    std::filesystem::remove_all(out);
+    const Result result = run_dtwin(std::string(command) + " " + kQuickstart +
+                                    " --data-dir /nonexistent-corpus -o " + out);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains("corpus /nonexistent-corpus/corpus.txt is missing"));
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/closest_name.hpp"
 #include "models/spec/scenario_loader.hpp"
 #include "models/spec/units.hpp"
 #include "tests/bad_corpus.hpp"
@@ -302,4 +303,12 @@ TEST_CASE("a plain number implausible for its kind asks for a unit", "[units]") 
   CHECK(implausible_without_unit("24", Quantity::Bytes).find("24GiB") != std::string::npos);
   CHECK(implausible_without_unit("1e8", Quantity::FlopRate).find("TFLOP/s") != std::string::npos);
   CHECK(implausible_without_unit("7", Quantity::Count).empty());
+}
+
+TEST_CASE("closest_name suggests the nearest name within a third of the word's letters") {
+  const std::vector<std::string> names{"microbatches", "micro_batch_size", "schedule", "simulate"};
+  CHECK(dtwin::closest_name("mircobatches", names) == "microbatches");  // a swap
+  CHECK(dtwin::closest_name("simulat", names) == "simulate");           // a deletion
+  CHECK_FALSE(dtwin::closest_name("frobnicate", names));                // nothing near
+  CHECK_FALSE(dtwin::closest_name("schedule", names));                  // no misspelling
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "base/closest_name.hpp"
 #include "base/config_error.hpp"
 
 namespace dtwin::detail {
@@ -173,8 +174,11 @@ Section::Section(const Origin& origin, Field field, std::vector<std::string> key
     bool known = false;
     for (const auto& k : keys) known = known || (key.IsScalar() && key.Scalar() == k);
     if (!known) {
+      const auto near = key.IsScalar() ? closest_name(key.Scalar(), keys) : std::nullopt;
       origin.fail(path, key.Mark(),
-                  fmt::format("unknown key (expected one of: {})", fmt::join(keys, ", ")));
+                  fmt::format("unknown key{} (expected one of: {})",
+                              near ? "; did you mean " + *near + "?" : "",
+                              fmt::join(keys, ", ")));
     }
     for (const auto& prev : seen) {
       if (prev.Scalar() == key.Scalar()) {

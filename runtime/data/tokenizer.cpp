@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/file_writer.hpp"
+#include "base/user_error.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/spm_api.hpp"
 
@@ -78,9 +79,8 @@ const SpmApi& spm() {
 std::string corpus_path(const std::string& data_dir) {
   const fs::path corpus = fs::path(data_dir) / "corpus.txt";
   if (!fs::is_regular_file(corpus)) {
-    throw std::runtime_error("corpus " + corpus.string() +
-                             " is missing: run scripts/fetch_data.sh " + data_dir +
-                             " to write the King James Bible corpus");
+    throw UserError("corpus " + corpus.string() + " is missing: run scripts/fetch_data.sh " +
+                    data_dir + " to write the King James Bible corpus");
   }
   return corpus.string();
 }
