@@ -76,6 +76,8 @@ std::pair<CLI::App*, std::shared_ptr<Options>> add_guarded_command(CLI::App& app
 void add_schedule_command(CLI::App& app, int& exit_code);
 void add_simulate_command(CLI::App& app, int& exit_code);
 void add_keys_command(CLI::App& app, int& exit_code);
+/// `import {hf,megatron,torchtitan} SOURCE`: writes a scenario from another tool's configuration.
+void add_import_command(CLI::App& app, int& exit_code);
 void add_compare_command(CLI::App& app, int& exit_code);
 struct PlanTraining;
 /// `training`: how dtwin-runtime trains layouts for `plan --run`; null in dtwin, which hands

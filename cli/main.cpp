@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   dtwin::add_compare_command(app, exit_code);
   dtwin::add_plan_command(app, exit_code);
   dtwin::add_keys_command(app, exit_code);
+  dtwin::add_import_command(app, exit_code);
   // Listed for --help; never parsed here, since exec_runtime takes them first.
   for (const dtwin::CommandEntry& command : dtwin::kRuntimeCommands)
     app.add_subcommand(std::string(command.name), std::string(command.description));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything dtwin needs to build, test and run, on Debian 12:
 #   - Debian's packages (compilers, Ninja, clang's libFuzzer and sanitizer runtimes, SimGrid, yaml-cpp, fmt, Catch2, CLI11, nlohmann-json,
-#     SentencePiece, zlib, the King James Bible text for the corpus, iproute2);
+#     SentencePiece, toml++, zlib, the King James Bible text for the corpus, iproute2);
 #   - the project's virtual environment .venv/ with the pinned PyPI packages of
 #     scripts/requirements.txt: PyTorch (whose LibTorch, with CUDA, CMake builds against),
 #     matplotlib and numpy for plots/ and bench/.
@@ -15,7 +15,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 packages=(g++ cmake make ninja-build pkg-config clang-format ccache clang libclang-rt-14-dev
   libsimgrid-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
-  libsentencepiece-dev libgloo-dev zlib1g-dev bible-kjv bible-kjv-text iproute2 python3 python3-venv)
+  libsentencepiece-dev libgloo-dev zlib1g-dev libtomlplusplus-dev bible-kjv bible-kjv-text iproute2 python3 python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,65 @@
+# The pretrain_gpt.py command line of Megatron-LM's examples/llama/train_llama2.sh (AMD's ROCm
+# branch) for MODEL_SIZE=7 (Llama-2 7B: 32 layers, width 4096, FFN 11008, 32 heads, no GQA) with
+# TP=2, PP=2, SEQ_LENGTH=4096, MBS=1, BS=64, TOTAL_ITERS=12, mock data and flash attention, on two
+# nodes of 8 GPUs; the variables expanded.
+torchrun --nproc_per_node 8 --nnodes 2 --node_rank 0 --master_addr localhost --master_port 6020 \
+    pretrain_gpt.py \
+    --tensor-model-parallel-size 2 \
+    --pipeline-model-parallel-size 2 \
+    --context-parallel-size 1 \
+    --num-layers 32 \
+    --hidden-size 4096 \
+    --ffn-hidden-size 11008 \
+    --num-attention-heads 32 \
+    --seq-length 4096 \
+    --max-position-embeddings 32000 \
+    --untie-embeddings-and-output-weights \
+    --position-embedding-type rope \
+    --no-position-embedding \
+    --swiglu \
+    --disable-bias-linear \
+    --init-method-std 0.02 \
+    --attention-dropout 0.0 \
+    --hidden-dropout 0.0 \
+    --normalization RMSNorm \
+    --micro-batch-size 1 \
+    --global-batch-size 64 \
+    --train-iters 12 \
+    --no-async-tensor-model-parallel-allreduce \
+    --bf16 \
+    --no-masked-softmax-fusion \
+    --tokenizer-type Llama2Tokenizer \
+    --tokenizer-model /tmp/tokenizer.model \
+    --split 99990,8,2 \
+    --dataloader-type cyclic \
+    --save-interval 200000 \
+    --tensorboard-dir experiment/2nodes_rank0_train_7B_mbs1_bs64_tp2_pp2_cp1_iter12 \
+    --log-interval 1 \
+    --eval-interval 320000 \
+    --eval-iters 10 \
+    --num-workers 8 \
+    --mock-data \
+    --log-interval 1 \
+    --log-throughput \
+    --no-save-optim \
+    --no-save-rng \
+    --eval-iters '-1' \
+    --group-query-attention \
+    --num-query-groups 32 \
+    --no-gradient-accumulation-fusion \
+    --distributed-backend nccl \
+    --distributed-timeout-minutes 120 \
+    --overlap-grad-reduce \
+    --use-distributed-optimizer --overlap-param-gather \
+    --use-flash-attn \
+    --sequence-parallel \
+    --use-mcore-models \
+    --lr 1e-4 \
+    --min-lr 1e-5 \
+    --lr-decay-iters 320000 \
+    --lr-decay-style cosine \
+    --weight-decay 1.0e-1 \
+    --clip-grad 1.0 \
+    --optimizer adam \
+    --adam-beta1 0.9 \
+    --adam-beta2 0.95
