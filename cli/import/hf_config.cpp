@@ -47,7 +47,8 @@ class Config {
  public:
   explicit Config(std::string path) : path_(std::move(path)) {
     std::ifstream in(path_);
-    if (!in) throw UserError(path_ + ": cannot open the Hugging Face config file");
+    if (!in || !std::filesystem::is_regular_file(path_))
+      throw UserError(path_ + ": cannot open the Hugging Face config file");
     std::stringstream text;
     text << in.rdbuf();
     try {
