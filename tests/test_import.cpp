@@ -36,11 +36,13 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-/// Simulates the scenario `file` and returns its predicted step time in seconds.
+/// Simulates the scenario `file` and returns its predicted step time in seconds. With
+/// --allow-oom: an imported layout that dtwin's memory model does not fit on its default cluster
+/// (Mixtral 8x7B on one node; torchtitan's Llama 3 8B, 83 GiB against 67.9) still simulates.
 double simulated_step(const std::string& file) {
   const std::string out = file + ".out";
   std::filesystem::remove_all(out);
-  const Result simulated = run_dtwin("simulate " + file + " -o " + out);
+  const Result simulated = run_dtwin("simulate " + file + " --allow-oom -o " + out);
   INFO(simulated.output);
   REQUIRE(simulated.exit_code == 0);
   std::ifstream summary(out + "/predicted.summary.json");
