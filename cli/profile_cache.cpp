@@ -27,7 +27,9 @@ void print_per_busy_count(const char* what, const std::vector<double>& seconds) 
 std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
                                      const std::string& path) {
   const std::string target = path.empty() ? rt::profile_cache_path(scenario) : path;
-  std::printf("profiling %s on this machine...\n", scenario.name.c_str());
+  std::printf("profiling %s on this machine into %s%s...\n", scenario.name.c_str(),
+              std::filesystem::absolute(target).c_str(),
+              path.empty() ? " (the profile cache; DTWIN_CACHE_DIR moves it)" : "");
   std::fflush(stdout);
   rt::ProfileOptions options;
   options.data_dir = job.data_dir;
@@ -118,7 +120,8 @@ Profile with_network(Profile compute, const Profile& network) {
 std::string cached_profile(const MachineJobOptions& job, const Scenario& scenario) {
   const std::string path = rt::profile_cache_path(scenario);
   if (std::filesystem::exists(path)) {
-    std::printf("reusing the profile %s\n", path.c_str());
+    std::printf("reusing the profile %s (the profile cache; DTWIN_CACHE_DIR moves it)\n",
+                std::filesystem::absolute(path).c_str());
     return path;
   }
   return measure_and_save_profile(job, scenario, path);

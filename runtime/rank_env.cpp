@@ -60,8 +60,59 @@ std::optional<int> master_port_from_environment() {
   return integer("MASTER_PORT", port, 1, 65535);
 }
 
+std::string first_slurm_host(const std::string& nodelist) {
+  const auto bad = [&] {
+    return UserError(
+        "SLURM_JOB_NODELIST: expected a Slurm host list such as gpu[01-04],cpu1, got '" + nodelist +
+        "'");
+  };
+  const size_t bracket = nodelist.find('['), comma = nodelist.find(',');
+  if (bracket == std::string::npos || (comma != std::string::npos && comma < bracket)) {
+    const std::string host = nodelist.substr(0, comma);
+    if (host.empty()) throw bad();
+    return host;
+  }
+  const size_t close = nodelist.find(']', bracket);
+  const size_t end = nodelist.find_first_of(",-]", bracket + 1);
+  if (close == std::string::npos || end == bracket + 1) throw bad();
+  const size_t after = nodelist.find(',', close);
+  return nodelist.substr(0, bracket) + nodelist.substr(bracket + 1, end - bracket - 1) +
+         nodelist.substr(close + 1,
+                         after == std::string::npos ? std::string::npos : after - close - 1);
+}
+
+namespace {
+
+// The rank environment of a task of a Slurm job step of several tasks (see
+// rank_env_from_environment), or nullopt outside one.
+std::optional<RankEnv> slurm_rank_env() {
+  const char* procid = std::getenv("SLURM_PROCID");
+  const char* tasks = std::getenv("SLURM_NTASKS");
+  if (!procid || !tasks || integer("SLURM_NTASKS", tasks, 1) < 2) return std::nullopt;
+  RankEnv env;
+  env.world_size = integer("SLURM_NTASKS", tasks, 2);
+  env.rank = integer("SLURM_PROCID", procid, 0, env.world_size - 1);
+  const char* per_node = std::getenv("SLURM_NTASKS_PER_NODE");
+  env.local_world_size = per_node && *per_node
+                             ? integer("SLURM_NTASKS_PER_NODE", per_node, 1, env.world_size)
+                             : env.world_size;
+  const char* local = std::getenv("SLURM_LOCALID");
+  env.local_rank = local && *local ? integer("SLURM_LOCALID", local, 0, env.local_world_size - 1)
+                                   : env.rank % env.local_world_size;
+  const char* master = std::getenv("MASTER_ADDR");
+  env.master_addr = master && *master ? master : first_slurm_host([] {
+    const char* list = std::getenv("SLURM_JOB_NODELIST");
+    return std::string(list ? list : "");
+  }());
+  env.master_port = master_port_from_environment().value_or(29500);
+  env.gloo_interfaces = gloo_interfaces_from_environment();
+  return env;
+}
+
+}  // namespace
+
 std::optional<RankEnv> rank_env_from_environment() {
-  if (!std::getenv("RANK")) return std::nullopt;
+  if (!std::getenv("RANK")) return slurm_rank_env();
   RankEnv env;
   env.rank = integer("RANK", require("RANK"), 0);
   env.world_size = integer("WORLD_SIZE", require("WORLD_SIZE"), 1);

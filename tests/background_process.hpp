@@ -29,12 +29,13 @@ inline std::string read_all(const std::string& path) {
   return text.str();
 }
 
-/// Starts DTWIN_EXE with `args`, the variables `env` ("NAME=value") added to this process's
-/// environment, and stdout and stderr appended to `log` (emptied first); inside the network
-/// namespace `netns` (made by `ip netns add`) when one is named. Returns its pid; the child exits
-/// 126 when it cannot enter the namespace.
-inline pid_t start_dtwin(const std::vector<std::string>& args, const std::string& log,
-                         const std::vector<std::string>& env = {}, const std::string& netns = "") {
+/// Starts the executable `exe` with `args`, the variables `env` ("NAME=value") added to this
+/// process's environment, and stdout and stderr appended to `log` (emptied first); inside the
+/// network namespace `netns` (made by `ip netns add`) when one is named. Returns its pid; the
+/// child exits 126 when it cannot enter the namespace, 127 when it cannot start `exe`.
+inline pid_t start_program(const std::string& exe, const std::vector<std::string>& args,
+                           const std::string& log, const std::vector<std::string>& env = {},
+                           const std::string& netns = "") {
   std::filesystem::remove(log);
   const pid_t pid = fork();
   if (pid == 0) {
@@ -48,13 +49,19 @@ inline pid_t start_dtwin(const std::vector<std::string>& args, const std::string
     }
     dup2(fileno(stdout), 2);
     for (const std::string& entry : env) putenv(const_cast<char*>(entry.c_str()));
-    std::vector<char*> argv{const_cast<char*>(DTWIN_EXE)};
+    std::vector<char*> argv{const_cast<char*>(exe.c_str())};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(DTWIN_EXE, argv.data());
+    execv(exe.c_str(), argv.data());
     _exit(127);
   }
   return pid;
+}
+
+/// start_program of DTWIN_EXE.
+inline pid_t start_dtwin(const std::vector<std::string>& args, const std::string& log,
+                         const std::vector<std::string>& env = {}, const std::string& netns = "") {
+  return start_program(DTWIN_EXE, args, log, env, netns);
 }
 
 /// Waits until `log` contains `text`; false after `limit_s` seconds.

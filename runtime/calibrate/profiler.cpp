@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
+
 #include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cmath>
@@ -358,8 +360,9 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::string(kRecomputeNames.name(l.recompute)) + "|" +
       std::string(sched::kScheduleKindNames.name(l.schedule));
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
-  return fmt::format(".cache/profiles/{}-{:016x}.yaml", scenario.name,
-                     std::hash<std::string>{}(key));
+  const char* cache = std::getenv("DTWIN_CACHE_DIR");
+  return fmt::format("{}/profiles/{}-{:016x}.yaml", cache && *cache ? cache : ".cache",
+                     scenario.name, std::hash<std::string>{}(key));
 }
 
 }  // namespace dtwin::rt

@@ -56,7 +56,8 @@ int run_profile_member(const Scenario& scenario, int member, int store_port,
 /// below stage 0's gradient bytes, and those.
 std::vector<double> allreduce_sizes(const CostModel& cost);
 
-/// Where the profile of `scenario` on this machine is cached: .cache/profiles/<key>.yaml, the
+/// Where the profile of `scenario` on this machine is cached: CACHE/profiles/<name>-<key>.yaml,
+/// CACHE being $DTWIN_CACHE_DIR, else .cache in the working folder; the
 /// key a hash of the host name, core count, model, stage split, micro-batch size and count,
 /// attention kernel, precision, backend, thread count, dp, world size, ranks per device (the
 /// concurrency curve's length), tp, ZeRO stage, recomputation and pipeline schedule (the
