@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "base/install_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
 #include "cli/output_dir.hpp"
@@ -46,8 +47,8 @@ bool plot(const std::string& dir) {
   for (const char* script : {"timeline.py", "loss.py"}) {
     // Across hosts with a pipeline, loss.csv is on the last stage's host.
     if (std::string(script) == "loss.py" && !std::filesystem::exists(dir + "/loss.csv")) continue;
-    ok &=
-        run_python_script(DTWIN_PYTHON, std::string(DTWIN_SOURCE_DIR) + "/plots/" + script, {dir});
+    ok &= run_python_script(
+        DTWIN_PYTHON, shared_folder("plots", DTWIN_SOURCE_DIR "/plots") + "/" + script, {dir});
   }
   return ok;
 }

@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "base/file_writer.hpp"
+#include "base/install_paths.hpp"
 #include "models/spec/config_reader.hpp"
 
 namespace dtwin {
@@ -29,12 +30,17 @@ double fraction(const Section& s, const std::string& key) {
   return value;
 }
 
+/// The folder of the shipped device descriptions: installed, or models/devices in the source.
+std::string devices_dir() {
+  return shared_folder("devices", DTWIN_DEVICES_DIR);
+}
+
 /// The device names that the devices directory has: its .yaml files without the extension,
 /// sorted.
 std::vector<std::string> known_devices() {
   std::vector<std::string> names;
   std::error_code ignored;
-  for (const auto& entry : fs::directory_iterator(DTWIN_DEVICES_DIR, ignored)) {
+  for (const auto& entry : fs::directory_iterator(devices_dir(), ignored)) {
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -50,11 +56,11 @@ std::string device_file(const std::string& name_or_path, const std::string& rela
     return path.is_absolute() ? path.string()
                               : (fs::path(relative_to).parent_path() / path).string();
   }
-  const fs::path file = fs::path(DTWIN_DEVICES_DIR) / (name_or_path + ".yaml");
+  const fs::path file = fs::path(devices_dir()) / (name_or_path + ".yaml");
   if (!fs::is_regular_file(file)) {
     throw ConfigError(fmt::format(
         "unknown device '{}': expected one of {} (the files of {}) or a path to a device file",
-        name_or_path, fmt::join(known_devices(), ", "), DTWIN_DEVICES_DIR));
+        name_or_path, fmt::join(known_devices(), ", "), devices_dir()));
   }
   return file.string();
 }

@@ -31,7 +31,10 @@ std::vector<std::string> module_candidates() {
 #endif
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) paths.push_back((exe.parent_path() / kModuleName).string());
+  if (!ec) {
+    paths.push_back((exe.parent_path() / kModuleName).string());
+    paths.push_back((exe.parent_path().parent_path() / "lib" / "dtwin" / kModuleName).string());
+  }
   return paths;
 }
 
