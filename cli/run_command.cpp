@@ -10,6 +10,7 @@
 #include "base/install_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
+#include "cli/machine_load.hpp"
 #include "cli/output_dir.hpp"
 #include "cli/plot_runner.hpp"
 #include "cli/profile_cache.hpp"
@@ -54,8 +55,11 @@ bool plot(const std::string& dir) {
 }
 
 // Compares OUT's prediction with its measurement, plots, and prints the one-line summary.
+// `others_share`: other processes' share of the CPU during training (others_cpu_share), or a
+// negative value where it was not measured (training across hosts).
 int compare_plot_and_summarise(const Scenario& scenario, const std::string& dir,
-                               const std::string& compare_step, const std::string& plot_step) {
+                               const std::string& compare_step, const std::string& plot_step,
+                               double others_share = -1) {
   std::cout << compare_step << " compare\n";
   const trace::Comparison comparison = compare_output_dir(dir);
 
@@ -69,6 +73,10 @@ int compare_plot_and_summarise(const Scenario& scenario, const std::string& dir,
       comparison.step_time_s.measured * 1e3, comparison.step_time_s.relative_error() * 100,
       comparison.bubble_fraction.predicted * 100, comparison.bubble_fraction.measured * 100,
       comparison.bubble_fraction.error() * 100);
+  if (others_share >= 0)
+    std::cout << noise_report(comparison.step_time_s.measured, comparison.measured_step_std_s,
+                              comparison.step_time_s.relative_error(), others_share)
+              << "\n";
   std::printf("files in %s: predicted.*, measured.*, loss.csv, compare.json, report.md%s\n",
               dir.c_str(), plotted ? ", timeline.png, loss.png" : "");
   return 0;
@@ -132,10 +140,12 @@ int run_main_job(const RunOptions& options) {
 
   std::cout << "== 3/5 train (" << scenario.world_size() << " ranks)" << std::endl;
   std::filesystem::remove(dir + "/digests.csv");
+  const CpuSample before = sample_cpu();
   if (rt::launch_local(train_args(options, dir, profile_path), scenario.world_size(),
                        scenario.runtime.timeout_s) != 0)
     throw std::runtime_error("training failed; see the messages above");
-  return compare_plot_and_summarise(scenario, dir, "== 4/5", "== 5/5");
+  const double others = others_cpu_share(before, sample_cpu());
+  return compare_plot_and_summarise(scenario, dir, "== 4/5", "== 5/5", others);
 }
 
 }  // namespace
