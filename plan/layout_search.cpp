@@ -149,6 +149,20 @@ std::vector<Settings> precisions(const Scenario& base, const std::vector<std::st
   return {bf16, {{"training.precision", std::string("fp8")}}};
 }
 
+// The schedules searched at `pp` as (layout.schedule, layout.virtual_stages): 1f1b; for pp > 1
+// also gpipe, zb-h1, zb-1p, zb-2p, interleaved-1f1b with every v >= 2 that divides the layers per
+// pipeline rank and zb-v where 2·pp divides the layers.
+std::vector<std::pair<std::string, int>> schedule_choices(const Scenario& base, int pp) {
+  std::vector<std::pair<std::string, int>> choices = {{"1f1b", 1}};
+  if (pp == 1) return choices;
+  for (const char* kind : {"gpipe", "zb-h1", "zb-1p", "zb-2p"}) choices.emplace_back(kind, 1);
+  const int layers = base.model.n_layers;
+  for (int v = 2; layers % pp == 0 && v <= layers / pp; ++v)
+    if ((layers / pp) % v == 0) choices.emplace_back("interleaved-1f1b", v);
+  if (layers % (2 * pp) == 0) choices.emplace_back("zb-v", 2);
+  return choices;
+}
+
 // Every layout of the request as settings of the schema's keys (see search_layouts).
 std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request) {
   const int gpus = request.gpus, global_batch = request.global_batch;
@@ -161,9 +175,6 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
   const std::vector<bool> sps =
       values_of<bool>("sequence_parallel", keep, {false, true}, b.sequence_parallel);
   const std::vector<int> zeros = values_of<int>("zero", keep, {0, 1, 2, 3}, b.zero);
-  const auto schedule = [](const char* kind, int v) {
-    return Settings{{"layout.schedule", std::string(kind)}, {"layout.virtual_stages", number(v)}};
-  };
   std::vector<Settings> layouts;
   for_each_split(base, gpus, [&](int tp, int pp, int rest) {
     for (int cp : context_parallel_sizes(base, keep, rest)) {
@@ -172,16 +183,8 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
       for (int mbs : {1, 2, 4, 8, 16}) {
         if (global_batch % (dp * mbs) != 0) continue;
         const int m = global_batch / (dp * mbs);
-        std::vector<Settings> schedules = {schedule("1f1b", 1)};
-        if (pp > 1)
-          for (const char* s : {"gpipe", "zb-h1", "zb-1p", "zb-2p"})
-            schedules.push_back(schedule(s, 1));
-        if (pp > 1)
-          for (int v = 2; base.model.n_layers % pp == 0 && v <= base.model.n_layers / pp; ++v)
-            if ((base.model.n_layers / pp) % v == 0)
-              schedules.push_back(schedule("interleaved-1f1b", v));
-        if (pp > 1 && base.model.n_layers % (2 * pp) == 0) schedules.push_back(schedule("zb-v", 2));
-        for (const Settings& sched : schedules)
+        for (const auto& [kind, v] : schedule_choices(base, pp)) {
+          const Settings sched = {{"layout.schedule", kind}, {"layout.virtual_stages", number(v)}};
           for (int zero : zeros)
             for (const std::string& recompute : recomputes)
               for (bool sp : sps) {
@@ -208,6 +211,7 @@ std::vector<Settings> enumerate(const Scenario& base, const PlanRequest& request
                       layouts.push_back(std::move(layout));
                     }
               }
+        }
       }
     }
   });
@@ -254,36 +258,115 @@ struct Outcome {
   std::string reason, message;
 };
 
-Outcome evaluate(const PlanRequest& request, const Settings& base_settings, const Settings& layout,
-                 ProxyCache& proxies) {
-  Settings settings = base_settings;
-  settings.insert(settings.end(), layout.begin(), layout.end());
+// The layout of `scenario` estimated: its step, per-rank peaks and tokens/s (sets left empty).
+LayoutCandidate estimated(Scenario scenario, ProxyCache& proxies) {
   LayoutCandidate c;
-  c.scenario = request.base;
-  apply_settings(settings, c.scenario);
-  if (const auto violations = validate(c.scenario); !violations.empty())
-    return {std::nullopt, reason_of(violations.front(), settings),
-            violations.front().message(c.scenario)};
-  if (request.check)
-    if (const auto violations = request.check(c.scenario); !violations.empty())
-      return {std::nullopt, "runtime: " + reason_of(violations.front(), settings),
-              violations.front().message(c.scenario)};
+  c.scenario = std::move(scenario);
   const CostModel cost(c.scenario);
   const sched::PassTimes times = schedule_pass_times(c.scenario, cost);
   c.estimate = estimate_step(c.scenario, cost, *proxies.get(c.scenario.layout, times));
-  const ClusterSpec& cluster = c.scenario.cluster;
-  const double memory = tensor_memory_per_rank(cluster);
-  const double peak = *std::max_element(c.estimate.peak_bytes.begin(), c.estimate.peak_bytes.end());
-  if (peak > memory)
-    return {std::nullopt, "memory",
-            fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB that a rank's tensors may use",
-                        fmt::join(as_sets(layout), " "), peak / (1 << 30), memory / (1 << 30))};
-  c.sets = as_sets(settings);
   trace::StepSummary figures;
   figures.step_time_s = c.estimate.step_s;
   trace::fill_step_figures(figures, c.scenario, cost);
   c.tokens_per_s = figures.tokens_per_s;
+  return c;
+}
+
+double peak_of(const LayoutCandidate& c) {
+  return std::ranges::max(c.estimate.peak_bytes);
+}
+
+// The bytes a rank of `c`'s cluster may use for tensors.
+double memory_of(const LayoutCandidate& c) {
+  return tensor_memory_per_rank(c.scenario.cluster);
+}
+
+Outcome evaluate(const PlanRequest& request, const Settings& base_settings, const Settings& layout,
+                 ProxyCache& proxies) {
+  Settings settings = base_settings;
+  settings.insert(settings.end(), layout.begin(), layout.end());
+  Scenario scenario = request.base;
+  apply_settings(settings, scenario);
+  if (const auto violations = validate(scenario); !violations.empty())
+    return {std::nullopt, reason_of(violations.front(), settings),
+            violations.front().message(scenario)};
+  if (request.check)
+    if (const auto violations = request.check(scenario); !violations.empty())
+      return {std::nullopt, "runtime: " + reason_of(violations.front(), settings),
+              violations.front().message(scenario)};
+  LayoutCandidate c = estimated(std::move(scenario), proxies);
+  if (peak_of(c) > memory_of(c))
+    return {std::nullopt, "memory",
+            fmt::format("{}: peak {:.1f} GiB over the {:.1f} GiB that a rank's tensors may use",
+                        fmt::join(as_sets(layout), " "), peak_of(c) / (1 << 30),
+                        memory_of(c) / (1 << 30))};
+  c.sets = as_sets(settings);
   return {std::move(c), "", ""};
+}
+
+// Why the base's layout, which fits and passes the checks, is not among the enumerated layouts:
+// the first of its settings that the search does not try.
+std::string outside_search(const Scenario& base, const PlanRequest& request) {
+  const LayoutSpec& l = base.layout;
+  const int node = max_tp(base, request.gpus);
+  if ((l.tp & (l.tp - 1)) != 0 || l.tp > node)
+    return fmt::format("tp {} is not a power of two up to {}", l.tp, node);
+  if (!std::set{1, 2, 4, 8, 16}.contains(l.micro_batch_size))
+    return fmt::format("micro-batch size {} is not 1, 2, 4, 8 or 16", l.micro_batch_size);
+  const std::vector<int> cps = context_parallel_sizes(base, request.keep, l.dp_cp());
+  if (std::ranges::find(cps, l.cp) == cps.end())
+    return fmt::format("cp {} leaves chunks under 1024 tokens or needs flash attention", l.cp);
+  const std::pair<std::string, int> schedule(sched::kScheduleKindNames.name(l.schedule),
+                                             l.virtual_stages);
+  const auto schedules = schedule_choices(base, l.pp);
+  if (std::ranges::find(schedules, schedule) == schedules.end())
+    return fmt::format("schedule {} with {} virtual stages is not searched at pp {}",
+                       schedule.first, schedule.second, l.pp);
+  if (base.model.moe.enabled() && l.expert_tp() != 1 && l.expert_tp() != l.tp)
+    return fmt::format("etp {} is neither 1 nor tp", l.expert_tp());
+  return "the search does not try this combination of its layout keys";
+}
+
+// The base's own layout placed among the search's fitting layouts (see InputLayout).
+InputLayout place_input(const PlanRequest& request, const std::vector<LayoutCandidate>& fitting,
+                        ProxyCache& proxies) {
+  const Scenario& base = request.base;
+  const LayoutSpec& l = base.layout;
+  InputLayout input;
+  const int batch = l.dp * l.microbatches * l.micro_batch_size;
+  if (base.world_size() != request.gpus || batch != request.global_batch) {
+    input.why = fmt::format(
+        "is not in the search space: it trains a global batch of {} on {} GPUs, the search {} on "
+        "{}",
+        batch, base.world_size(), request.global_batch, request.gpus);
+    return input;
+  }
+  const auto same = std::ranges::find_if(fitting, [&](const LayoutCandidate& f) {
+    return differing_settings(f.scenario, base).empty();
+  });
+  if (same != fitting.end()) {
+    input.candidate = *same;
+    input.searched = true;
+    input.rank = static_cast<size_t>(same - fitting.begin()) + 1;
+    return input;
+  }
+  const LayoutCandidate& c = input.candidate.emplace(estimated(base, proxies));
+  if (peak_of(c) > memory_of(c)) {
+    input.why = fmt::format("does not fit: {:.2f} GiB > {:.2f} GiB", peak_of(c) / (1 << 30),
+                            memory_of(c) / (1 << 30));
+    return input;
+  }
+  const std::vector<Violation> refused =
+      request.check ? request.check(base) : std::vector<Violation>{};
+  input.why =
+      "is not in the search space: " +
+      (refused.empty() ? outside_search(base, request)
+                       : "dtwin train cannot execute it (" + refused.front().message(base) + ")");
+  input.rank =
+      1 + static_cast<size_t>(std::ranges::count_if(fitting, [&](const LayoutCandidate& f) {
+        return f.estimate.step_s < c.estimate.step_s;
+      }));
+  return input;
 }
 
 // The cluster settings that give the base scenario `gpus` GPUs: nodes = gpus /
@@ -303,13 +386,43 @@ Settings cluster_settings(const Scenario& base, int gpus) {
 
 }  // namespace
 
+std::vector<std::string> differing_settings(const Scenario& a, const Scenario& b) {
+  const LayoutSpec &x = a.layout, &y = b.layout;
+  const auto shard = [](const LayoutSpec& l) { return l.hybrid_shard() ? l.dp_shard : 0; };
+  const std::vector<std::pair<const char*, bool>> same = {
+      {"tp", x.tp == y.tp},
+      {"pp", x.pp == y.pp},
+      {"dp", x.dp == y.dp},
+      {"cp", x.cp == y.cp},
+      {"micro_batch_size", x.micro_batch_size == y.micro_batch_size},
+      {"microbatches", x.microbatches == y.microbatches},
+      {"schedule", x.schedule == y.schedule},
+      {"virtual_stages", x.virtual_stages == y.virtual_stages},
+      {"zero", x.zero == y.zero},
+      {"recompute", x.recompute == y.recompute},
+      {"sequence_parallel", x.sequence_parallel == y.sequence_parallel},
+      {"tp_comm_overlap", x.tp_comm_overlap == y.tp_comm_overlap},
+      {"overlap_param_gather", x.overlap_param_gather == y.overlap_param_gather},
+      {"dp_shard", shard(x) == shard(y)},
+      {"ep", x.ep == y.ep},
+      {"etp", x.expert_tp() == y.expert_tp()},
+      {"precision", a.training.precision == b.training.precision},
+      {"fp8_recipe", a.training.fp8_recipe == b.training.fp8_recipe}};
+  std::vector<std::string> names;
+  for (const auto& [name, equal] : same)
+    if (!equal) names.emplace_back(name);
+  return names;
+}
+
 LayoutSearch search_layouts(const PlanRequest& request,
                             const std::function<void(int, int)>& progress) {
   const Scenario& base = request.base;
   if (request.global_batch <= 0)
     throw UserError("--global-batch " + std::to_string(request.global_batch) +
                     ": expected a positive number of sequences");
-  const Settings base_settings = cluster_settings(base, request.gpus);
+  Settings base_settings = cluster_settings(base, request.gpus);
+  if (base.layout.global_batch > 0)
+    base_settings.emplace_back("layout.global_batch", number(request.global_batch));
   for (const std::string& key : request.keep)
     if (key != "zero" && key != "recompute" && key != "sequence_parallel" && key != "ep" &&
         key != "cp" && key != "dp_shard" && key != "precision")
@@ -371,9 +484,9 @@ LayoutSearch search_layouts(const PlanRequest& request,
                    [](const LayoutCandidate& a, const LayoutCandidate& b) {
                      if (a.estimate.step_s != b.estimate.step_s)
                        return a.estimate.step_s < b.estimate.step_s;
-                     return std::ranges::max(a.estimate.peak_bytes) <
-                            std::ranges::max(b.estimate.peak_bytes);  // as fast, less memory
+                     return peak_of(a) < peak_of(b);  // as fast, less memory
                    });
+  search.input = place_input(request, search.fitting, proxies);
   return search;
 }
 

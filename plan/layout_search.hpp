@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,33 @@ struct LayoutCandidate {
   double tokens_per_s = 0;  ///< global batch · seq_len / estimate.step_s
 };
 
+/// The scenario's own layout (its layout section as given), estimated as the candidates are.
+struct InputLayout {
+  /// Its estimate (LayoutCandidate::sets empty unless `searched`); nullopt when it cannot be
+  /// compared with the search's layouts: another GPU count or global batch (see `why`).
+  std::optional<LayoutCandidate> candidate;
+  /// Its place among the fitting layouts by the estimate (1 = fastest): where the search kept it,
+  /// or where it would stand; 0 when it does not fit or has no candidate.
+  size_t rank = 0;
+  bool searched = false;  ///< the search kept it: fitting[rank - 1] is the same layout
+  /// Why the search did not keep it, a predicate: "does not fit: 83.0 GiB > 67.9 GiB" or "is not
+  /// in the search space: ..."; empty when `searched`.
+  std::string why;
+};
+
 struct LayoutSearch {
   int enumerated = 0;                          ///< layouts tried
   std::vector<LayoutCandidate> fitting;        ///< fastest estimate first
   std::map<std::string, int> dropped;          ///< reason -> layouts dropped for it
   std::map<std::string, std::string> example;  ///< reason -> one full message
+  InputLayout input;                           ///< the request's base layout among them
 };
+
+/// The searched settings in which the layouts of two scenarios with the same model and cluster
+/// differ, by name: tp, pp, dp, cp, micro_batch_size, microbatches, schedule, virtual_stages,
+/// zero, recompute, sequence_parallel, tp_comm_overlap, overlap_param_gather, dp_shard (0 unless
+/// hybrid), ep, etp (resolved), precision, fp8_recipe; empty for the same layout.
+std::vector<std::string> differing_settings(const Scenario& a, const Scenario& b);
 
 /// The layouts of `request`: tp a power of two within a node, pp dividing the GPUs / tp (at most
 /// n_layers), dp the rest; micro-batch size 1, 2, 4, 8 or 16 where dp·mbs divides the global
@@ -57,7 +79,9 @@ struct LayoutSearch {
 /// values set through the schema and checked by validate() (violations are counted by the key
 /// they name), estimated, and kept when every pipeline rank's peak (the walk of its lowered
 /// schedule, zb-1p and zb-2p ordered by the modelled pass times as simulated) fits
-/// tensor_memory_per_rank. `progress(done, total)` is called as layouts are checked. Throws
+/// tensor_memory_per_rank. A base that gives layout.global_batch has it set to the request's.
+/// The base's own layout is estimated too and placed among them (LayoutSearch::input).
+/// `progress(done, total)` is called as layouts are checked. Throws
 /// UserError when no split of the GPUs exists, when the global batch is not a multiple of any
 /// dp·mbs, or when no layout loads and fits (naming each reason with its count).
 LayoutSearch search_layouts(const PlanRequest& request,

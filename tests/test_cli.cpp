@@ -466,7 +466,7 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   int simulated = 0;
   double last_estimate = 0;
   for (const std::vector<std::string>& fields : table) {
-    REQUIRE(fields.size() == 25);
+    REQUIRE(fields.size() == 28);
     const double estimate = std::stod(fields[10]);
     CHECK(estimate >= last_estimate);  // ranked by the closed-form estimate
     last_estimate = estimate;
@@ -483,6 +483,11 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   CHECK(rows > 100);
   CHECK_THAT(result.output, Catch::Contains(", " + std::to_string(rows) + " fit,"));
   CHECK(simulated == 3);
+  // The scenario's own layout runs on 3 GPUs: not ranked, no row.
+  CHECK_THAT(result.output, Catch::Contains("your layout (tp 1 · pp 3 · dp 1 · mbs 1 · m 4 · 1f1b "
+                                            "· zero 0 · recompute none) is not in the search "
+                                            "space: it trains a global batch of 4 on 3 GPUs"));
+  CHECK(std::ranges::none_of(table, [](const auto& fields) { return fields[25] == "1"; }));
   std::ifstream md(out + "/plan.md");
   std::string markdown((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   CHECK_THAT(markdown, Catch::Contains("| dropped for | layouts | for example |"));
@@ -495,6 +500,103 @@ TEST_CASE("dtwin plan ranks the quickstart's layouts on 4 ranks and simulates th
   const Result bad = dtwin::test::run_process(plot + out);
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains("plan.csv"));
+}
+
+TEST_CASE("dtwin plan groups alike layouts and writes the best as a scenario that simulates alike",
+          "[threads]") {
+  const std::string out = std::filesystem::absolute("plan-best-out").string();
+  const Result result = run_dtwin("plan " + kQuickstart + " --gpus 4 --top 3 -o " + out);
+  REQUIRE(result.exit_code == 0);
+  // On 4 CPU ranks ZeRO 1 and 2 estimate the same step and peak: one group, one simulated row.
+  std::map<std::string, std::vector<std::vector<std::string>>> groups;
+  double best = 0;
+  for (const std::vector<std::string>& fields : plan_rows(out)) {
+    groups[fields.at(26)].push_back(fields);
+    if (!fields[13].empty() && (best == 0 || std::stod(fields[13]) < best))
+      best = std::stod(fields[13]);
+  }
+  const auto& first = groups.at("1");
+  REQUIRE(first.size() == 2);
+  CHECK(first[0][7] == "1");  // zero
+  CHECK(first[1][7] == "2");
+  CHECK(first[0][10] == first[1][10]);  // estimated step
+  CHECK_FALSE(first[0][13].empty());    // the first of the group is simulated ...
+  CHECK(first[1][13].empty());          // ... the other is not
+  CHECK_THAT(result.output, Catch::Contains(" + 1 alike (differing in zero)"));
+  // best.yaml: the input with the fastest simulated layout, loaded and simulated as the plan did.
+  const Result simulated = run_dtwin("simulate " + out + "/best.yaml -o " + out + "/best");
+  REQUIRE(simulated.exit_code == 0);
+  const double step = read_json(out + "/best/predicted.summary.json")["step_time_s"];
+  CHECK(step == Approx(best).epsilon(1e-5));
+  std::ifstream yaml(out + "/best.yaml");
+  const std::string text((std::istreambuf_iterator<char>(yaml)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::StartsWith("# dtwin plan's best layout for " + kQuickstart));
+  CHECK_THAT(text, Catch::Contains("runtime:\n  backend: gloo"));  // every input key kept
+}
+
+namespace {
+
+/// "1st", "2nd", "3rd", "4th", ... for the ranks below 100 the tests print.
+std::string ordinal(size_t n) {
+  const char* suffix = n % 10 == 1 && n != 11   ? "st"
+                       : n % 10 == 2 && n != 12 ? "nd"
+                       : n % 10 == 3 && n != 13 ? "rd"
+                                                : "th";
+  return std::to_string(n) + suffix;
+}
+
+}  // namespace
+
+TEST_CASE("dtwin plan ranks the scenario's own layout and simulates it beside the best",
+          "[threads]") {
+  const std::string out = std::filesystem::absolute("plan-own-out").string();
+  // In the search space: mbs 2 · m 2, ranked where plan.csv puts it.
+  const Result searched = run_dtwin("plan " + kQuickstart + " --top 3 -o " + out +
+                                    " --set layout.micro_batch_size=2 --set layout.microbatches=2");
+  REQUIRE(searched.exit_code == 0);
+  auto rows = plan_rows(out);
+  const auto own = std::ranges::find_if(rows, [](const auto& fields) { return fields[25] == "1"; });
+  REQUIRE(own != rows.end());
+  CHECK(std::ranges::count_if(rows, [](const auto& fields) { return fields[25] == "1"; }) == 1);
+  CHECK((*own)[3] == "2");
+  CHECK_FALSE((*own)[13].empty());  // simulated beside the best 3
+  const size_t rank = static_cast<size_t>(own - rows.begin()) + 1;
+  CHECK_THAT(searched.output,
+             Catch::Contains("your layout (tp 1 · pp 3 · dp 1 · mbs 2 · m 2 · 1f1b · zero 0 · "
+                             "recompute none) ranks " +
+                             ordinal(rank) + " of " + std::to_string(rows.size()) +
+                             " by estimated step time: "));
+  CHECK_THAT(searched.output, Catch::Contains("vs the best simulated"));
+  CHECK_THAT(searched.output, Catch::Contains(" · recompute none (your layout) | "));
+  // GPipe where a rank's tensors may use 0.11 GiB: estimated and simulated, but not ranked.
+  const Result oom = run_dtwin("plan " + kQuickstart + " --top 3 -o " + out +
+                               " --set layout.schedule=gpipe --set cluster.device.memory=0.33GiB");
+  REQUIRE(oom.exit_code == 0);
+  CHECK_THAT(oom.output, Catch::Contains("· gpipe · zero 0 · recompute none) does not fit: 0.13 "
+                                         "GiB > 0.11 GiB; estimated 0.640 s vs the best"));
+  rows = plan_rows(out);
+  const auto row = std::ranges::find_if(rows, [](const auto& fields) { return fields[25] == "1"; });
+  REQUIRE(row != rows.end());
+  CHECK((*row)[26] == "0");  // no group: not a layout of the search
+  CHECK(std::stod((*row)[12]) > std::stod((*row)[27]));
+  CHECK_FALSE((*row)[13].empty());
+  // Outside the search space: DualPipe-V, placed by its estimate.
+  const Result outside = run_dtwin("plan " + kQuickstart + " --top 1 -o " + out +
+                                   " --set layout.schedule=dualpipe-v --set layout.virtual_stages=2"
+                                   " --set layout.microbatches=6");
+  REQUIRE(outside.exit_code == 0);
+  rows = plan_rows(out);
+  const auto placed =
+      std::ranges::find_if(rows, [](const auto& fields) { return fields[25] == "1"; });
+  REQUIRE(placed != rows.end());
+  CHECK_THAT(outside.output,
+             Catch::Contains("is not in the search space: schedule dualpipe-v with 2 virtual "
+                             "stages is not searched at pp 3; it would rank " +
+                             ordinal(static_cast<size_t>(placed - rows.begin()) + 1) + " of " +
+                             std::to_string(rows.size() - 1) + " by estimated step time"));
+  // plots/plan.py marks the layout, outside the search or not.
+  const std::string plot = std::string(DTWIN_PYTHON) + " " + DTWIN_SOURCE_DIR + "/plots/plan.py ";
+  CHECK(dtwin::test::run_process(plot + out).exit_code == 0);
 }
 
 TEST_CASE("dtwin plan simulates ZB-2p fastest for Qi et al. 2024's 1.5B, where its memory fits",
@@ -514,8 +616,11 @@ TEST_CASE("dtwin plan simulates ZB-2p fastest for Qi et al. 2024's 1.5B, where i
   // mbs 8 (m 18): ZB-1p's fit the 67.9 GiB a rank's tensors may use, ZB-2p's would not.
   CHECK(peak_gib.count({"8", "zb-1p"}) == 1);
   CHECK(peak_gib.count({"8", "zb-2p"}) == 0);
-  // The estimate ties the zero-bubble schedules; the simulation ranks ZB-2p first.
-  CHECK_THAT(result.output, Catch::Contains("| 1 | tp 1 · pp 8 · dp 1 · mbs 4 · m 36 · zb-2p "));
+  // The estimate ties the zero-bubble schedules; the simulation ranks ZB-2p first of the search,
+  // second to the published layout (mbs 6, which the search does not try).
+  CHECK_THAT(result.output, Catch::Contains("| 2 | tp 1 · pp 8 · dp 1 · mbs 4 · m 36 · zb-2p "));
+  CHECK_THAT(result.output, Catch::Contains("is not in the search space: micro-batch size 6 is "
+                                            "not 1, 2, 4, 8 or 16; it would rank 1st of 16"));
 }
 
 TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at the scenario's") {
@@ -526,7 +631,7 @@ TEST_CASE("dtwin plan --keep holds recompute, ZeRO and sequence parallelism at t
   REQUIRE(result.exit_code == 0);
   const auto rows = plan_rows(out);
   for (const std::vector<std::string>& fields : rows) {
-    REQUIRE(fields.size() == 25);
+    REQUIRE(fields.size() == 28);
     CHECK(fields[7] == "0");  // zero
     CHECK(fields[8] == "selective");
     CHECK(fields[9] == "0");  // sequence_parallel

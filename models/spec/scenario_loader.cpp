@@ -231,4 +231,15 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return sc;
 }
 
+std::string scenario_with_overrides(const std::string& path,
+                                    const std::vector<std::string>& overrides) {
+  YAML::Node doc = detail::load_yaml_file(path, "scenario");
+  if (doc.IsNull()) doc = YAML::Node(YAML::NodeType::Map);
+  if (!doc.IsMap()) throw ConfigError(path + ": expected a map of scenario sections");
+  for (const auto& text : overrides) apply_override(doc, text);
+  YAML::Emitter out;
+  out << doc;
+  return std::string(out.c_str()) + "\n";
+}
+
 }  // namespace dtwin

@@ -16,4 +16,11 @@ namespace dtwin {
 /// `path`. Throws ConfigError on the first problem found.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
+/// The scenario file at `path` with `overrides` applied as load_scenario applies them, emitted
+/// again as YAML text (block style): every key kept in its order, comments dropped. Not checked
+/// against the schema; throws ConfigError as load_scenario does for an unreadable file, invalid
+/// YAML or a malformed override, and when the file is not a map.
+std::string scenario_with_overrides(const std::string& path,
+                                    const std::vector<std::string>& overrides);
+
 }  // namespace dtwin

@@ -1,0 +1,33 @@
+// Near-duplicate layouts of `dtwin plan`: layouts that differ only in settings whose effect the
+// estimate puts within half a percent, grouped so that the ranked list shows distinct choices.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/layout_search.hpp"
+
+namespace dtwin {
+
+/// Relative difference of estimated step time and of peak memory under which layouts are alike.
+inline constexpr double kAlikeTolerance = 0.005;
+
+/// True when `a` and `b` differ (differing_settings) at most in the minor settings: zero,
+/// recompute, sequence_parallel, tp_comm_overlap, overlap_param_gather and dp_shard.
+bool differ_in_minor_settings(const Scenario& a, const Scenario& b);
+
+/// True when `a` and `b` differ at most in the minor settings and their estimated step times and
+/// peak memories (the highest rank's) each differ by less than kAlikeTolerance of the larger.
+bool alike(const LayoutCandidate& a, const LayoutCandidate& b);
+
+/// The group of each of `layouts` (fastest estimate first), numbered from 1 in the order of the
+/// groups' first layouts (their leaders): a layout joins the group of the first leader it is
+/// alike with (alike), else leads a new group.
+std::vector<int> group_alike(const std::vector<const LayoutCandidate*>& layouts);
+
+/// The settings in which `members` differ from `leader`, each named once in the order of
+/// differing_settings, joined by ", ".
+std::string alike_settings(const LayoutCandidate& leader,
+                           const std::vector<const LayoutCandidate*>& members);
+
+}  // namespace dtwin
