@@ -36,8 +36,7 @@ sim::SimResult simulate_and_write(const Scenario& scenario, const sched::Schedul
                                   const sim::SimOptions& options, const std::string& dir) {
   const CostModel cost(scenario);
   const sim::SimResult result = sim::simulate(scenario, schedule, cost, options);
-  write_file(dir + "/predicted.trace.json",
-             trace::to_chrome_trace(result.events, schedule.layout.group_count()));
+  write_file(dir + "/predicted.trace.json", trace::to_chrome_trace(result.events, schedule.layout));
   write_file(dir + "/predicted.summary.json", trace::to_summary_json(result.summary));
   if (options.steps > 1)
     std::cout << "mean of " << options.steps << " sampled steps (the profile's variation), "

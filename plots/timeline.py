@@ -113,10 +113,10 @@ def lighten(colour, fraction):
 
 
 def signature(events):
-    """(structure, times) of one rank's events: structure is the (tid, kind, stage, microbatch)
-    sequence, times the flat list of their starts, durations and exposed times."""
-    ordered = sorted(events, key=lambda e: (e.tid, e.start))
-    structure = tuple((e.tid, e.kind, e.stage, e.microbatch) for e in ordered)
+    """(structure, times) of one rank's events: structure is the (compute or not, kind, stage,
+    microbatch) sequence, times the flat list of their starts, durations and exposed times."""
+    ordered = sorted(events, key=lambda e: (not e.is_compute, e.start))
+    structure = tuple((e.is_compute, e.kind, e.stage, e.microbatch) for e in ordered)
     return structure, [t for e in ordered for t in (e.start, e.dur, e.exposed)]
 
 

@@ -7,8 +7,9 @@ and exit code 2, so no script shows a traceback for bad input.
 
 Trace format: {"traceEvents": [...]}. Metadata events have "ph": "M". Each executed action is
 one "ph": "X" event with "name" (canonical action string such as "0F1", "1SEND_F0",
-"0ALLREDUCE"), "pid" = rank, "tid" (0 compute, 1 communication), "ts"/"dur" in microseconds
-and "args": {stage, microbatch, kind, step, exposed_comm_us}.
+"0ALLREDUCE"), "pid" = rank, "tid" (its track, not read: the kind tells compute from
+communication), "ts"/"dur" in microseconds and "args": {stage, microbatch, kind, step,
+exposed_comm_us}. Flow ("s", "f") and counter ("C") events are not read.
 
 Helpers:
   load_trace(path)           -> Trace: its Event list (the X events, times in microseconds) and
@@ -47,7 +48,6 @@ class InputError(Exception):
 class Event:
     name: str
     rank: int
-    tid: int
     start: float  # microseconds in the file; milliseconds after normalise()
     dur: float
     kind: str
@@ -94,13 +94,12 @@ def _event(raw, index, path):
             raise InputError(f"{where} ({name}): {label} must be an integer, got {value!r}")
     if microbatch is not None and (isinstance(microbatch, bool) or not isinstance(microbatch, int)):
         raise InputError(f"{where} ({name}): args.microbatch must be an integer or null")
-    tid = raw.get("tid", 0 if kind in COMPUTE_KINDS else 1)
     start = _number(raw.get("ts"), "ts", f"{where} ({name})")
     dur = _number(raw.get("dur"), "dur", f"{where} ({name})")
     if dur < 0:
         raise InputError(f"{where} ({name}): negative dur {dur}")
     exposed = _number(args.get("exposed_comm_us", 0.0), "args.exposed_comm_us", f"{where} ({name})")
-    return Event(name, pid, tid, start, dur, kind, stage, microbatch, step, max(0.0, exposed))
+    return Event(name, pid, start, dur, kind, stage, microbatch, step, max(0.0, exposed))
 
 
 @dataclass(frozen=True)

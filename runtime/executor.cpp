@@ -7,6 +7,7 @@
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
 #include "runtime/make_action_timer.hpp"
+#include "runtime/peak_memory.hpp"
 #include "schedules/send_release.hpp"
 #include "schedules/transfer.hpp"
 
@@ -124,6 +125,7 @@ Executor::StepResult Executor::run_step(int64_t step) {
       finish_send(pending);
       return true;
     });
+    events_.back().memory = live_memory_bytes(scenario_.runtime.device);
   }
   // Gloo completes a send only when its sender waits for it, so the sends that no receive
   // proved delivered are waited for here, at the end of the step (write_measured later ends

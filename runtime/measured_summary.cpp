@@ -56,7 +56,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
     }
   }
   end_sends_at_receipt(events, layout);
-  write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, world_size));
+  write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, layout));
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
   for (int rank = 0; rank < world_size; ++rank) {

@@ -1,4 +1,4 @@
-// How much memory this rank took at most, on the device it trains on.
+// How much memory this rank takes, now and at most, on the device it trains on.
 #pragma once
 
 #include "models/spec/settings.hpp"
@@ -10,5 +10,9 @@ namespace dtwin::rt {
 /// 0 before it), not LibTorch's code and heap; for "cuda" the CUDA caching allocator's peak
 /// allocated bytes on the current device (CUDA builds; 0 in CPU-only builds).
 double peak_memory_bytes(RuntimeDevice device);
+
+/// Bytes of this process's tensors on `device` now, counted as peak_memory_bytes counts them:
+/// live CPU tensor storage, or the CUDA caching allocator's allocated bytes.
+double live_memory_bytes(RuntimeDevice device);
 
 }  // namespace dtwin::rt

@@ -170,7 +170,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   // Rank 0 gathers every rank's events and peak memory through the store.
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
                          {"model_state_bytes", executor.peak_model_state_bytes()},
-                         {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, 0))}};
+                         {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);
   // Rank 0 may host the store: it leaves last.

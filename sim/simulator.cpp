@@ -544,9 +544,10 @@ void finish_late_receive(World& world, double posted, int busy) {
 }
 
 // One step of `rank`'s list of actions; `last_gradient`: last_gradient_actions of the list;
-// `reduced`: its reduced_backwards under zero3_gather layer, else empty.
+// `reduced`: its reduced_backwards under zero3_gather layer, else empty; `memory`: its
+// action_memory_bytes, which its events carry.
 void run_step(World& world, int rank, int step, const std::map<int, size_t>& last_gradient,
-              const std::set<size_t>& reduced) {
+              const std::set<size_t>& reduced, const std::vector<ActionMemory>& memory) {
   const sched::Layout& layout = world.schedule.layout;
   const LayoutSpec& spec = world.scenario.layout;
   const double bytes = world.cost.boundary_bytes();
@@ -557,6 +558,8 @@ void run_step(World& world, int rank, int step, const std::map<int, size_t>& las
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     trace::TimedAction event{rank, a, step, sg4::Engine::get_clock(), 0, 0};
+    event.memory = memory[i].after;
+    event.peak_memory = memory[i].peak;
     switch (a.kind) {
       case ActionKind::SEND_F:
       case ActionKind::SEND_B: {
@@ -673,9 +676,10 @@ void run_rank(World& world, int rank) {
   const std::map<int, size_t> last_gradient = last_gradient_actions(actions);
   const std::set<size_t> reduced =
       world.scenario.layout.gathers_layers() ? reduced_backwards(actions) : std::set<size_t>{};
+  const std::vector<ActionMemory> memory = action_memory_bytes(world.schedule, rank, world.cost);
   for (int step = 0; step < world.options.steps; ++step) {
     if (step > 0) world.step_end->wait();
-    run_step(world, rank, step, last_gradient, reduced);
+    run_step(world, rank, step, last_gradient, reduced, memory);
   }
 }
 

@@ -168,7 +168,7 @@ def check_scales(timeline, plt, scratch):
 def check_labels(timeline, trace_io):
     """Microbatch labels only where they fit; rank lists."""
     def event(stage, dur):
-        return trace_io.Event("x", 0, 0, 0.0, dur, "F", stage, 3, 0, 0.0)
+        return trace_io.Event("x", 0, 0.0, dur, "F", stage, 3, 0, 0.0)
 
     def width_px(text):
         return 6.0 * len(text)

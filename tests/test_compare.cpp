@@ -366,7 +366,9 @@ TEST_CASE("compare: CPU time and waiting for a core, where both timelines have t
   };
   Events predicted = on_cores(quickstart_prediction(), 0.8, 0.1);
   // The Chrome trace keeps the CPU times.
-  const Events read = dtwin::trace::from_chrome_trace(dtwin::trace::to_chrome_trace(predicted, 3));
+  const dtwin::sched::Layout quickstart{.pp = 3, .microbatches = 4};
+  const Events read =
+      dtwin::trace::from_chrome_trace(dtwin::trace::to_chrome_trace(predicted, quickstart));
   REQUIRE(read.size() == predicted.size());
   for (size_t i = 0; i < read.size(); ++i) {
     CHECK(read[i].cpu == Approx(predicted[i].cpu));

@@ -4,7 +4,9 @@
 // follows the schedule's in-flight count.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "models/cost/cost_model.hpp"
 #include "models/cost/scenario_schedule.hpp"
@@ -66,6 +68,18 @@ std::vector<double> simulate_uniform(const Scenario& scenario,
                                      const std::vector<double>& concurrency = {}) {
   return simulate_profiled(
       scenario, [&](Profile& profile, const CostModel&) { profile.concurrency = concurrency; });
+}
+
+// The schedule of pipeline("1f1b", 1, 3, 1), one stage (embedding, a layer, the head) and three
+// microbatches, with a split backward: F0 F1 I0 F2 I1 I2 W0 W1 W2 OPTIM.
+sched::Schedule split_backward_schedule(const Scenario& scenario) {
+  sched::Schedule schedule = build_schedule(scenario);
+  using sched::ActionKind;
+  schedule.ranks.at(0) = {{0, ActionKind::F, 0}, {0, ActionKind::F, 1}, {0, ActionKind::I, 0},
+                          {0, ActionKind::F, 2}, {0, ActionKind::I, 1}, {0, ActionKind::I, 2},
+                          {0, ActionKind::W, 0}, {0, ActionKind::W, 1}, {0, ActionKind::W, 2},
+                          {0, ActionKind::OPTIM}};
+  return schedule;
 }
 
 }  // namespace
@@ -236,15 +250,9 @@ TEST_CASE("activation memory follows the schedule: GPipe holds m microbatches, 1
 }
 
 TEST_CASE("a split backward's I frees part of the activations, W the rest") {
-  // One stage (embedding, a layer, the head), three microbatches: F0 F1 I0 F2 I1 I2 W0 W1 W2.
   const Scenario scenario = pipeline("1f1b", 1, 3, 1);
   const CostModel cost(scenario);
-  sched::Schedule schedule = build_schedule(scenario);
-  using sched::ActionKind;
-  schedule.ranks.at(0) = {{0, ActionKind::F, 0}, {0, ActionKind::F, 1}, {0, ActionKind::I, 0},
-                          {0, ActionKind::F, 2}, {0, ActionKind::I, 1}, {0, ActionKind::I, 2},
-                          {0, ActionKind::W, 0}, {0, ActionKind::W, 1}, {0, ActionKind::W, 2},
-                          {0, ActionKind::OPTIM}};
+  const sched::Schedule schedule = split_backward_schedule(scenario);
   const StageCost& stage = cost.stage(0);
   REQUIRE(stage.input_backward_freed_bytes > 0);
   // The peak: I1, with three microbatches' activations, less what I0 freed, beside its workspace.
@@ -252,6 +260,27 @@ TEST_CASE("a split backward's I frees part of the activations, W the rest") {
                           stage.backward_workspace_bytes;
   REQUIRE(expected > stage.optimizer_workspace_bytes);
   CHECK(peak_memory_bytes(schedule, 0, cost) - cost.static_memory_bytes(0) == Approx(expected));
+}
+
+TEST_CASE("each action's memory: a backward's workspace while it runs, what it frees after") {
+  const Scenario scenario = pipeline("1f1b", 1, 3, 1);
+  const CostModel cost(scenario);
+  const sched::Schedule schedule = split_backward_schedule(scenario);
+  const StageCost& stage = cost.stage(0);
+  const double states = model_state_bytes(schedule, 0, cost);
+  const std::vector<ActionMemory> memory = action_memory_bytes(schedule, 0, cost);
+  REQUIRE(memory.size() == 10);
+  CHECK(memory[0].peak - states == Approx(stage.activation_bytes));
+  CHECK(memory[0].after - states == Approx(stage.activation_bytes));
+  CHECK(memory[2].peak - states ==
+        Approx(2 * stage.activation_bytes + stage.backward_workspace_bytes));  // I0
+  CHECK(memory[2].after - states ==
+        Approx(2 * stage.activation_bytes - stage.input_backward_freed_bytes));
+  CHECK(memory[8].after == Approx(states));  // W2 frees the last activations
+  CHECK(memory[9].peak == Approx(states + stage.optimizer_workspace_bytes));
+  double peak = 0;
+  for (const ActionMemory& m : memory) peak = std::max(peak, m.peak);
+  CHECK(peak_memory_bytes(schedule, 0, cost) == peak);
 }
 
 TEST_CASE("Flow collectives against Message on a hybrid DP x PP step") {

@@ -12,14 +12,17 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "base/user_error.hpp"
+#include "trace/chrome_tracks.hpp"
 
 namespace dtwin::trace {
 namespace {
 
 constexpr const char* kInnerCommCategory = "inner_comm";
+constexpr const char* kTransferCategory = "transfer";
 
 // j[key] as an int: an integer JSON number within int's range. (nlohmann's get<int>() casts a
 // float or an out-of-range integer, which is undefined behaviour.) Throws UserError otherwise.
@@ -31,6 +34,153 @@ int int_at(const nlohmann::json& j, const char* key) {
           : value.get<std::int64_t>() < INT_MIN || value.get<std::int64_t>() > INT_MAX)
     throw UserError(std::string(key) + ": expected an integer within int's range");
   return value.get<int>();
+}
+
+// The Chrome trace being written. Written with fmt rather than built as a JSON document: a step
+// of thousands of ranks has millions of events, and the document's copies dominated the
+// simulator's wall time. Every string written is an action's text, a kind name, a track's name
+// or "rank N": nothing needs escaping.
+struct TraceWriter {
+  fmt::memory_buffer out;
+  bool first = true;
+  TraceWriter() { fmt::format_to(fmt::appender(out), "{{\"traceEvents\":["); }
+  // The appender for the next event, after its separator.
+  fmt::appender next() {
+    if (!first) fmt::format_to(fmt::appender(out), FMT_COMPILE(",\n"));
+    first = false;
+    return fmt::appender(out);
+  }
+};
+
+// `ns` nanoseconds as microseconds with three decimals, exactly.
+void write_us(fmt::appender it, std::int64_t ns) {
+  const std::uint64_t magnitude = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : ns;
+  fmt::format_to(it, FMT_COMPILE("{}{}.{:03}"), ns < 0 ? "-" : "", magnitude / 1000,
+                 magnitude % 1000);
+}
+
+// "\"ts\":…,\"dur\":…" of the span [start, end] in nanoseconds.
+void write_span(fmt::appender it, std::int64_t start, std::int64_t end) {
+  fmt::format_to(it, FMT_COMPILE("\"ts\":"));
+  write_us(it, start);
+  fmt::format_to(it, FMT_COMPILE(",\"dur\":"));
+  write_us(it, end - start);
+}
+
+// An action's canonical text, without a string.
+void write_name(fmt::appender it, const Action& a) {
+  fmt::format_to(it, FMT_COMPILE("{}{}"), a.stage, kind_name(a.kind));
+  if (has_microbatch(a.kind)) fmt::format_to(it, FMT_COMPILE("{}"), a.microbatch);
+}
+
+// A process name per rank and a thread name per track.
+void write_metadata(TraceWriter& writer, const Tracks& tracks, int world_size) {
+  for (int rank = 0; rank < world_size; ++rank)
+    fmt::format_to(writer.next(),
+                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},"
+                   "\"args\":{{\"name\":\"rank {0}\"}}}}",
+                   rank);
+  for (const auto& [track, name] : tracks.names)
+    fmt::format_to(writer.next(),
+                   "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},"
+                   "\"args\":{{\"name\":\"{}\"}}}}",
+                   track.first, track.second, name);
+}
+
+// The "X" event of action `e` on track `tid`. Compiled formats and no per-event strings: this
+// took a sixth of a 1024-GPU simulation.
+void write_action(TraceWriter& writer, const TimedAction& e, int tid) {
+  const fmt::appender it = writer.next();
+  fmt::format_to(it, FMT_COMPILE("{{\"name\":\""));
+  write_name(it, e.action);
+  fmt::format_to(it, FMT_COMPILE("\",\"ph\":\"X\",\"pid\":{},\"tid\":{},"), e.rank, tid);
+  write_span(it, to_ns(e.start), to_ns(e.end));
+  fmt::format_to(it,
+                 FMT_COMPILE(",\"args\":{{\"stage\":{},\"kind\":\"{}\",\"step\":{},"
+                             "\"exposed_comm_us\":{},"),
+                 e.action.stage, kind_name(e.action.kind), e.step, e.exposed_comm * 1e6);
+  if (e.cpu > 0) fmt::format_to(it, FMT_COMPILE("\"cpu_us\":{},"), e.cpu * 1e6);
+  if (e.comm_cpu > 0) fmt::format_to(it, FMT_COMPILE("\"comm_cpu_us\":{},"), e.comm_cpu * 1e6);
+  if (e.memory > 0) fmt::format_to(it, FMT_COMPILE("\"memory_bytes\":{},"), e.memory);
+  fmt::format_to(it, FMT_COMPILE("\"microbatch\":"));
+  if (has_microbatch(e.action.kind))
+    fmt::format_to(it, FMT_COMPILE("{}}}}}"), e.action.microbatch);
+  else
+    fmt::format_to(it, FMT_COMPILE("null}}}}"));
+}
+
+// The "comm <action>" event (cat inner_comm) of the communication inside compute action `e`.
+void write_inner_comm(TraceWriter& writer, const TimedAction& e, int tid,
+                      std::pair<std::int64_t, std::int64_t> span) {
+  const fmt::appender it = writer.next();
+  fmt::format_to(it, FMT_COMPILE("{{\"name\":\"comm "));
+  write_name(it, e.action);
+  fmt::format_to(it, FMT_COMPILE("\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},"),
+                 kInnerCommCategory, e.rank, tid);
+  write_span(it, span.first, span.second);
+  fmt::format_to(it, FMT_COMPILE("}}"));
+}
+
+// One end ("s" or "f") of flow `id` from `sender`, on `e`'s track `tid` at `ns` nanoseconds.
+void write_flow_end(TraceWriter& writer, const TimedAction& sender, const TimedAction& e, int tid,
+                    std::int64_t ns, const char* phase, std::size_t id) {
+  const fmt::appender it = writer.next();
+  fmt::format_to(it, FMT_COMPILE("{{\"name\":\""));
+  write_name(it, sender.action);
+  fmt::format_to(it,
+                 FMT_COMPILE("\",\"cat\":\"{}\",\"ph\":\"{}\",{}\"id\":{},\"pid\":{},\"tid\":{},"
+                             "\"ts\":"),
+                 kTransferCategory, phase, *phase == 'f' ? "\"bp\":\"e\"," : "", id, e.rank, tid);
+  write_us(it, ns);
+  fmt::format_to(it, FMT_COMPILE("}}"));
+}
+
+// Each flow's two ends, ids from 1.
+void write_flows(TraceWriter& writer, const std::vector<TimedAction>& events, const Tracks& tracks,
+                 const std::vector<Flow>& flows) {
+  std::size_t id = 0;
+  for (const Flow& flow : flows) {
+    const TimedAction& send = events[flow.send];
+    ++id;
+    write_flow_end(writer, send, send, tracks.action_tid[flow.send], flow.send_ns, "s", id);
+    write_flow_end(writer, send, events[flow.receive], tracks.action_tid[flow.receive],
+                   flow.receive_ns, "f", id);
+  }
+}
+
+// A "memory" counter per rank: TimedAction::peak_memory at each action's start and
+// TimedAction::memory at its end, where known; a SEND's span is its transfer's, not its rank's,
+// so it has none. Where samples meet at one time the last of the rank's list holds; a sample
+// that repeats the rank's previous value is left out.
+void write_memory(TraceWriter& writer, const std::vector<TimedAction>& events) {
+  struct Sample {
+    int rank;
+    std::int64_t ns;
+    double bytes;
+  };
+  std::vector<Sample> samples;
+  for (const TimedAction& e : events) {
+    if (sched::is_send(e.action.kind)) continue;
+    if (e.peak_memory > 0) samples.push_back({e.rank, to_ns(e.start), e.peak_memory});
+    if (e.memory > 0) samples.push_back({e.rank, to_ns(e.end), e.memory});
+  }
+  std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) {
+    return std::tie(a.rank, a.ns) < std::tie(b.rank, b.ns);
+  });
+  const Sample* previous = nullptr;  // the last sample written
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    const bool superseded =
+        i + 1 < samples.size() && samples[i + 1].rank == s.rank && samples[i + 1].ns == s.ns;
+    if (superseded || (previous && previous->rank == s.rank && previous->bytes == s.bytes))
+      continue;
+    const fmt::appender it = writer.next();
+    fmt::format_to(it, FMT_COMPILE("{{\"name\":\"memory\",\"ph\":\"C\",\"pid\":{},\"ts\":"),
+                   s.rank);
+    write_us(it, s.ns);
+    fmt::format_to(it, FMT_COMPILE(",\"args\":{{\"bytes\":{}}}}}"), s.bytes);
+    previous = &s;
+  }
 }
 
 }  // namespace
@@ -83,65 +233,19 @@ StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_si
   return mean;
 }
 
-std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size) {
-  // Written with fmt rather than built as a JSON document: a step of thousands of ranks has
-  // millions of events, and the document's copies dominated the simulator's wall time. Every
-  // string written is an action's text, a kind name or "rank N": nothing needs escaping.
-  fmt::memory_buffer out;
-  auto it = fmt::appender(out);
-  fmt::format_to(it, "{{\"traceEvents\":[");
-  bool first = true;
-  const auto separator = [&] {
-    if (!first) fmt::format_to(it, ",\n");
-    first = false;
-  };
-  for (int rank = 0; rank < world_size; ++rank) {
-    separator();
-    fmt::format_to(it,
-                   "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{0},"
-                   "\"args\":{{\"name\":\"rank {0}\"}}}}",
-                   rank);
-    for (int tid : {0, 1})
-      fmt::format_to(it,
-                     ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},"
-                     "\"args\":{{\"name\":\"{}\"}}}}",
-                     rank, tid, tid == 0 ? "compute" : "communication");
+std::string to_chrome_trace(const std::vector<TimedAction>& events, const sched::Layout& layout) {
+  const Tracks tracks = lay_out_tracks(events, layout);
+  TraceWriter writer;
+  write_metadata(writer, tracks, layout.group_count());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    write_action(writer, events[i], tracks.action_tid[i]);
+    if (const auto inner = inner_comm_ns(events[i]))
+      write_inner_comm(writer, events[i], tracks.inner_tid[i], *inner);
   }
-  // Compiled formats and no per-event strings: this loop took a sixth of a 1024-GPU simulation.
-  const auto write_name = [&](const Action& a) {
-    fmt::format_to(it, FMT_COMPILE("{}{}"), a.stage, kind_name(a.kind));
-    if (has_microbatch(a.kind)) fmt::format_to(it, FMT_COMPILE("{}"), a.microbatch);
-  };
-  for (const TimedAction& e : events) {
-    const bool compute = is_compute(e.action.kind) || e.action.kind == ActionKind::OPTIM;
-    separator();
-    fmt::format_to(it, FMT_COMPILE("{{\"name\":\""));
-    write_name(e.action);
-    fmt::format_to(it,
-                   FMT_COMPILE("\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},"
-                               "\"args\":{{\"stage\":{},\"kind\":\"{}\",\"step\":{},"
-                               "\"exposed_comm_us\":{},"),
-                   e.rank, compute ? 0 : 1, e.start * 1e6, (e.end - e.start) * 1e6, e.action.stage,
-                   kind_name(e.action.kind), e.step, e.exposed_comm * 1e6);
-    if (e.cpu > 0) fmt::format_to(it, FMT_COMPILE("\"cpu_us\":{},"), e.cpu * 1e6);
-    if (e.comm_cpu > 0) fmt::format_to(it, FMT_COMPILE("\"comm_cpu_us\":{},"), e.comm_cpu * 1e6);
-    fmt::format_to(it, FMT_COMPILE("\"microbatch\":"));
-    if (has_microbatch(e.action.kind))
-      fmt::format_to(it, FMT_COMPILE("{}}}}}"), e.action.microbatch);
-    else
-      fmt::format_to(it, FMT_COMPILE("null}}}}"));
-    if (compute && e.exposed_comm > 0) {
-      fmt::format_to(it, FMT_COMPILE(",\n{{\"name\":\"comm "));
-      write_name(e.action);
-      fmt::format_to(it,
-                     FMT_COMPILE("\",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":1,\"ts\":{},"
-                                 "\"dur\":{}}}"),
-                     kInnerCommCategory, e.rank, (e.end - e.exposed_comm) * 1e6,
-                     e.exposed_comm * 1e6);
-    }
-  }
-  fmt::format_to(it, "],\"displayTimeUnit\":\"ms\"}}\n");
-  return fmt::to_string(out);
+  write_flows(writer, events, tracks, flows(events, layout));
+  write_memory(writer, events);
+  fmt::format_to(fmt::appender(writer.out), "],\"displayTimeUnit\":\"ms\"}}\n");
+  return fmt::to_string(writer.out);
 }
 
 std::vector<TimedAction> from_chrome_trace(const std::string& text) {
@@ -166,6 +270,7 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
       timed.exposed_comm = e.at("args").value("exposed_comm_us", 0.0) * 1e-6;
       timed.cpu = e.at("args").value("cpu_us", 0.0) * 1e-6;
       timed.comm_cpu = e.at("args").value("comm_cpu_us", 0.0) * 1e-6;
+      timed.memory = e.at("args").value("memory_bytes", 0.0);
       events.push_back(timed);
     } catch (const std::exception& error) {
       throw UserError("trace event " + std::to_string(index - 1) + ": " + error.what());

@@ -5,38 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "schedules/action.hpp"
+#include "schedules/schedule.hpp"
+#include "trace/timed_action.hpp"
 
 namespace dtwin::trace {
-
-using sched::Action;
-using sched::ActionKind;
-
-/// One executed action. Times in seconds from the common origin of the step (or of the run).
-struct TimedAction {
-  int rank = 0;
-  Action action;
-  int step = 0;
-  double start = 0;
-  double end = 0;
-  /// For communication actions: seconds of [start, end] during which this rank was blocked by
-  /// the transfer itself (waiting for a slow peer to arrive is idle time, not communication).
-  /// For compute actions: seconds of the communication inside the action (tensor-parallel
-  /// collectives, offload transfers, waits for prefetched gathers).
-  double exposed_comm = 0;
-  /// For compute actions on a CPU device: seconds the rank's thread ran on a core. Measured: the
-  /// thread's CPU time over the action (CLOCK_THREAD_CPUTIME_ID, recorded with one thread per
-  /// rank). Predicted: the action's seconds alone on its core, without its communication. What
-  /// the action's duration holds beyond it and exposed_comm is time waiting for a core. 0 where
-  /// unknown (GPU devices, several threads per rank, communication actions).
-  double cpu = 0;
-  /// For compute actions on a CPU device: CPU seconds the rank's other threads ran during the
-  /// tensor-parallel collectives inside it (Gloo's worker and I/O threads), which the other
-  /// ranks of its host lacked meanwhile; part of exposed_comm's time. Measured:
-  /// TensorParallelGroup::collective_helper_cpu_seconds over the action (one thread per rank);
-  /// predicted: the profile's tp_forward_cpu or tp_backward_cpu. 0 where unknown or none.
-  double comm_cpu = 0;
-};
 
 /// Per-rank totals over one step, in seconds and bytes.
 struct RankSummary {
@@ -73,17 +45,26 @@ StepSummary summarize(const std::vector<TimedAction>& events, int world_size);
 StepSummary summarize_steps(const std::vector<TimedAction>& events, int world_size,
                             bool drop_first);
 
-/// Chrome trace-event JSON (chrome://tracing, Perfetto): pid = rank, tid 0 = compute and
-/// 1 = communication, one "X" event per action named by its canonical text, ts/dur in
-/// microseconds, args {stage, microbatch, kind, step, exposed_comm_us}, cpu_us where
-/// TimedAction::cpu > 0 and comm_cpu_us where TimedAction::comm_cpu > 0. A compute action with
-/// communication inside (tensor-parallel collectives, offload transfers) also gets one "comm
-/// <action>" event (cat "inner_comm") on tid 1 at the end of its span, as long as that
-/// communication took.
-std::string to_chrome_trace(const std::vector<TimedAction>& events, int world_size);
+/// Chrome trace-event JSON (chrome://tracing, Perfetto), times in microseconds on a whole
+/// nanosecond: pid = rank (its process_name "rank N"), one "X" event per action named by its
+/// canonical text, args {stage, microbatch, kind, step, exposed_comm_us}, and cpu_us,
+/// comm_cpu_us and memory_bytes (TimedAction::memory) where > 0. A compute action
+/// with communication inside (tensor-parallel collectives, offload transfers) also gets one "comm
+/// <action>" event (cat "inner_comm") at the end of its span, as long as that communication took.
+/// Tracks (tids, named by thread_name; trace/chrome_tracks.hpp): 0 compute, then the rank's
+/// data-parallel collectives, its inner communication and one per point-to-point channel, with
+/// further lanes where a channel's slices overlap, so that no two slices of a track overlap. A
+/// flow (cat "transfer": "s" inside the SEND's slice, "f" with "bp":"e" inside its RECV's, later,
+/// one id) links each SEND to its RECV (sched::receiver_of, same step; chrome_tracks.hpp's
+/// flows). A "memory" counter per rank (args {bytes}) samples TimedAction::peak_memory at each
+/// action's start and TimedAction::memory at its end, where known, SENDs excepted (their span is
+/// the transfer's), each change once. `layout` names the ranks (its group_count) and the SENDs'
+/// receivers.
+std::string to_chrome_trace(const std::vector<TimedAction>& events, const sched::Layout& layout);
 
-/// Parses to_chrome_trace's output back into events (metadata events are skipped).
-/// Throws UserError naming the event index on a malformed trace.
+/// Parses to_chrome_trace's output back into events: its "X" events but the inner_comm ones
+/// (metadata, flow and counter events are skipped), without TimedAction::peak_memory. Throws
+/// UserError naming the event index on a malformed trace.
 std::vector<TimedAction> from_chrome_trace(const std::string& json);
 
 /// Summary JSON: step_time_s, bubble_fraction, tokens_per_s, mfu (omitted when < 0), and

@@ -8,4 +8,8 @@ namespace dtwin::rt::cuda {
 /// initialised in this process.
 double peak_allocated_bytes(int device);
 
+/// The bytes that tensors occupy now on CUDA device `device` (the caching allocator's current
+/// allocated bytes, all pools); 0 when CUDA has not been initialised in this process.
+double allocated_bytes(int device);
+
 }  // namespace dtwin::rt::cuda
