@@ -177,8 +177,7 @@ Section::Section(const Origin& origin, Field field, std::vector<std::string> key
       const auto near = key.IsScalar() ? closest_name(key.Scalar(), keys) : std::nullopt;
       origin.fail(path, key.Mark(),
                   fmt::format("unknown key{} (expected one of: {})",
-                              near ? "; did you mean " + *near + "?" : "",
-                              fmt::join(keys, ", ")));
+                              near ? "; did you mean " + *near + "?" : "", fmt::join(keys, ", ")));
     }
     for (const auto& prev : seen) {
       if (prev.Scalar() == key.Scalar()) {
