@@ -2,9 +2,25 @@
 
 #include <fmt/format.h>
 
+#include "models/cost/cost_model.hpp"
 #include "models/cost/memory_budget.hpp"
+#include "models/cost/schedule_memory.hpp"
 
 namespace dtwin {
+
+trace::StepSummary memory_summary(const Scenario& scenario, const sched::Schedule& schedule) {
+  const CostModel cost(scenario);
+  const double budget = tensor_memory_per_rank(scenario.cluster);
+  trace::StepSummary summary;
+  summary.ranks.resize(schedule.layout.group_count());
+  for (int rank = 0; rank < schedule.layout.group_count(); ++rank) {
+    trace::RankSummary& figures = summary.ranks[rank];
+    figures.peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
+    figures.model_state_bytes = model_state_bytes(schedule, rank, cost);
+    figures.memory_ok = figures.peak_memory_bytes <= budget;
+  }
+  return summary;
+}
 
 std::string memory_overflow_message(const Scenario& scenario, const trace::StepSummary& summary) {
   int over = 0, worst = -1;
@@ -26,7 +42,7 @@ std::string memory_overflow_message(const Scenario& scenario, const trace::StepS
       "where a rank can hold {:.2f} GiB of tensors ({:.2f} GiB of model states: weights, "
       "gradients and optimizer state; {:.2f} GiB of activations, workspaces and gathered weights "
       "at the peak). Shard more (layout.zero, tp, pp), recompute (layout.recompute), or pass "
-      "--allow-oom to keep the prediction with exit 0",
+      "--allow-oom to go on regardless",
       over * tp, summary.ranks.size() * tp, who, rank.peak_memory_bytes / kGiB,
       tensor_memory_per_rank(scenario.cluster) / kGiB, rank.model_state_bytes / kGiB,
       (rank.peak_memory_bytes - rank.model_state_bytes) / kGiB);

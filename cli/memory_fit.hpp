@@ -4,6 +4,7 @@
 #include <string>
 
 #include "models/spec/scenario.hpp"
+#include "schedules/schedule.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin {
@@ -11,6 +12,11 @@ namespace dtwin {
 /// Exit code of `dtwin simulate` and `dtwin run` when a rank's predicted peak exceeds what its
 /// device can hold for tensors (memory_budget.hpp's tensor_memory_per_rank).
 inline constexpr int kExitDoesNotFit = 3;
+
+/// The memory figures of the simulator's summary without simulating: per rank of `schedule`
+/// (one per tensor-parallel group), the peak and model-state bytes of its walk
+/// (schedule_memory.hpp) and whether the peak fits the device (memory_ok); no times.
+trace::StepSummary memory_summary(const Scenario& scenario, const sched::Schedule& schedule);
 
 /// "" when every rank of `summary` fits (RankSummary::memory_ok), else one message naming the
 /// rank with the largest peak, its peak, the capacity per rank and the peak's terms: model

@@ -24,10 +24,14 @@ bool needs_runtime(int argc, char** argv) {
          });
 }
 
-int exec_runtime(char** argv) {
+std::string beside_this_executable(std::string_view name) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  const std::string path = (self.parent_path() / kRuntimeExecutable).string();
+  return (self.parent_path() / name).string();
+}
+
+int exec_runtime(char** argv) {
+  const std::string path = beside_this_executable(kRuntimeExecutable);
   argv[0] = const_cast<char*>(path.c_str());
   execv(path.c_str(), argv);
   std::cerr << "error: cannot start " << path << ": " << std::strerror(errno) << "\n";

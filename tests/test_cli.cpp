@@ -163,6 +163,25 @@ TEST_CASE("dtwin simulate exits 3 when a rank does not fit its device, 0 with --
   CHECK_THAT(allowed.output, Catch::Contains("NO") && !Catch::Contains("does not fit"));
 }
 
+TEST_CASE("dtwin run exits 3 before profiling or training when a rank does not fit its device") {
+  std::filesystem::remove_all("run-small-memory-out");
+  const std::string data = std::string(" --data-dir ") + DTWIN_SOURCE_DIR + "/data";
+  const Result result = run_dtwin("run " + kQuickstart + " --set cluster.device.memory=1MB" + data +
+                                  " -o run-small-memory-out");
+  CHECK(result.exit_code == 3);
+  CHECK_THAT(result.output, Catch::Contains("the layout does not fit: 3 of 3 ranks") &&
+                                Catch::Contains("(nothing was run)") &&
+                                !Catch::Contains("== 1/5 profile"));
+  CHECK_FALSE(std::filesystem::exists("run-small-memory-out"));
+  // --bracket profiles this host twice: a launch across hosts (torchrun's variables) refuses it.
+  const Result across = dtwin::test::run_process(
+      "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 " +
+      std::string(DTWIN_EXE) + " run " + kQuickstart + data + " --bracket -o run-bracket-out");
+  CHECK(across.exit_code == 2);
+  CHECK_THAT(across.output, Catch::Contains("--bracket profiles this host before and after"));
+  CHECK_FALSE(std::filesystem::exists("run-bracket-out"));
+}
+
 TEST_CASE("bad command lines exit 2 with a message") {
   CHECK(run_dtwin("schedule " + kQuickstart + " --format xml").exit_code == 2);
   CHECK(run_dtwin("schedule").exit_code == 2);

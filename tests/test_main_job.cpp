@@ -17,21 +17,40 @@
 #include "models/spec/device_description.hpp"
 #include "tests/run_process.hpp"
 
-TEST_CASE("dtwin run leaves traces, compare.json, report.md and timeline.png", "[threads]") {
+TEST_CASE(
+    "dtwin run leaves traces, compare.json, report.md and timeline.png, and with --bracket "
+    "predicts with "
+    "the profiles measured before and after training",
+    "[threads]") {
   const std::string dir = "main-job-quickstart";
   std::filesystem::remove_all(dir);
-  const auto result = dtwin::test::run_dtwin(std::string("run ") + DTWIN_SOURCE_DIR +
-                                             "/scenarios/quickstart.yaml --set training.steps=6" +
-                                             " --data-dir " + DTWIN_SOURCE_DIR + "/data -o " + dir);
+  const auto result = dtwin::test::run_dtwin(
+      std::string("run ") + DTWIN_SOURCE_DIR + "/scenarios/quickstart.yaml --set training.steps=6" +
+      " --data-dir " + DTWIN_SOURCE_DIR + "/data --bracket -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   for (const char* file : {"predicted.trace.json", "predicted.summary.json", "measured.trace.json",
                            "measured.summary.json", "loss.csv", "compare.json", "report.md",
-                           "timeline.png", "loss.png"})
+                           "timeline.png", "loss.png", "profile-before.yaml", "profile-after.yaml",
+                           "after/predicted.summary.json", "after/predicted.trace.json"})
     CHECK(std::filesystem::exists(dir + "/" + file));
-  CHECK_THAT(result.output, Catch::Contains("quickstart: predicted step"));
+  CHECK_THAT(result.output, Catch::Contains("quickstart: predicted step") &&
+                                Catch::Contains("== 4/6 profile after training") &&
+                                Catch::Contains("bracket: predicted"));
   std::ifstream in(dir + "/compare.json");
   const auto compare = nlohmann::json::parse(in);
+  // The bracket: the usual prediction (profile before), the one with the profile after (its
+  // own simulation's summary), the measurement, and whether it lies between.
+  std::ifstream bracket_in(dir + "/bracket.json"), after_in(dir + "/after/predicted.summary.json");
+  const auto bracket = nlohmann::json::parse(bracket_in);
+  const double before_s = bracket["predicted_before_s"], after_s = bracket["predicted_after_s"];
+  const double measured_s = bracket["measured_s"];
+  CHECK(before_s == Approx(compare["step_time"]["predicted_s"].get<double>()));
+  CHECK(measured_s == Approx(compare["step_time"]["measured_s"].get<double>()));
+  CHECK(after_s == Approx(nlohmann::json::parse(after_in)["step_time_s"].get<double>()));
+  CHECK(after_s > 0);
+  CHECK(bracket["inside"] ==
+        (measured_s >= std::min(before_s, after_s) && measured_s <= std::max(before_s, after_s)));
   CHECK(compare["measured_steps"] == 5);  // 6 steps, the warm-up step dropped
   CHECK(compare["step_time"]["predicted_s"].get<double>() > 0);
   CHECK(compare["step_time"]["measured_s"].get<double>() > 0);

@@ -1,4 +1,4 @@
-#include "cli/plot_runner.hpp"
+#include "cli/child_process.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -22,10 +22,7 @@ std::string failure_of(int status) {
 
 }  // namespace
 
-bool run_python_script(const std::string& python, const std::string& script,
-                       const std::vector<std::string>& args) {
-  std::vector<std::string> words{python, script};
-  words.insert(words.end(), args.begin(), args.end());
+bool run_child(std::vector<std::string> words) {
   std::vector<char*> argv;
   std::string command;
   for (std::string& word : words) {
@@ -36,7 +33,7 @@ bool run_python_script(const std::string& python, const std::string& script,
 
   std::string failure;
   pid_t pid = 0;
-  if (const int error = posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ))
+  if (const int error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ))
     failure = std::string("cannot start: ") + std::strerror(error);
   else {
     int status = 0;
