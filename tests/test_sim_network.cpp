@@ -27,7 +27,7 @@ Scenario cluster(int nodes, int devices, const std::string& topology = "star") {
       std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
       {"layout.pp=1", "cluster.topology=" + topology, "cluster.nodes_per_switch=2",
        "layout.dp=" + world, "cluster.ranks_per_device=1", "cluster.nodes=" + std::to_string(nodes),
-       "cluster.devices_per_node=" + std::to_string(devices), "cluster.intra_node.bandwidth=1e18",
+       "cluster.devices_per_node=" + std::to_string(devices), "cluster.intra_node.bandwidth=1e15",
        "cluster.intra_node.latency=0", "cluster.inter_node.bandwidth=" + std::to_string(kBandwidth),
        "cluster.inter_node.latency=" + std::to_string(kLatency)});
 }

@@ -26,7 +26,7 @@ Scenario pipeline(const std::string& schedule, int pp, int m, int v) {
       {"layout.schedule=" + schedule, "layout.pp=" + ranks,
        "layout.microbatches=" + std::to_string(m), "layout.virtual_stages=" + std::to_string(v),
        "model.n_layers=" + std::to_string(pp * v), "cluster.devices_per_node=" + ranks,
-       "cluster.ranks_per_device=1", "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e18",
+       "cluster.ranks_per_device=1", "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e15",
        "cluster.intra_node.latency=0"});
 }
 
@@ -44,7 +44,7 @@ Scenario data_parallel(int dp, int m) {
       std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
       {"layout.dp=" + ranks, "layout.pp=1", "layout.microbatches=" + std::to_string(m),
        "model.n_layers=1", "cluster.ranks_per_device=" + ranks, "cluster.device.cores=" + ranks,
-       "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+       "cluster.intra_node.bandwidth=1e15", "cluster.intra_node.latency=0"});
 }
 
 // Simulates in a child process with the uniform profile that `adjust` then changes; returns
@@ -372,7 +372,7 @@ TEST_CASE("a tensor-parallel pass waits a resume delay per collective while othe
         std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
         {"layout.dp=" + std::to_string(dp), "layout.pp=1", "layout.tp=2", "layout.microbatches=4",
          "model.n_layers=1", "cluster.ranks_per_device=" + ranks, "cluster.device.cores=" + ranks,
-         "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+         "cluster.intra_node.bandwidth=1e15", "cluster.intra_node.latency=0"});
     return simulate_profiled(scenario, [&](Profile& profile, const CostModel& cost) {
       REQUIRE(cost.stage(0).tp_forward_collectives == 3);
       REQUIRE(cost.stage(0).tp_input_backward_collectives == 3);
@@ -398,7 +398,7 @@ TEST_CASE("a tensor-parallel pass's collectives take their helper threads' CPU f
         std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
         {"layout.dp=" + std::to_string(dp), "layout.pp=1", "layout.tp=2", "layout.microbatches=4",
          "model.n_layers=1", "cluster.ranks_per_device=" + std::to_string(2 * dp),
-         "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e18",
+         "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e15",
          "cluster.intra_node.latency=0"});
     return simulate_profiled(scenario, [&](Profile& profile, const CostModel&) {
       for (StageSeconds& s : profile.stages) {

@@ -23,7 +23,7 @@ Scenario layout(int dp, int pp, int m) {
       {"layout.dp=" + std::to_string(dp), "layout.pp=" + std::to_string(pp),
        "layout.microbatches=" + std::to_string(m), "model.n_layers=" + std::to_string(pp),
        "cluster.devices_per_node=" + std::to_string(dp * pp), "cluster.ranks_per_device=1",
-       "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e18",
+       "cluster.device.cores=1", "cluster.intra_node.bandwidth=1e15",
        "cluster.intra_node.latency=0"});
 }
 
@@ -119,7 +119,7 @@ TEST_CASE(
       std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml",
       {"layout.dp=2", "layout.pp=1", "layout.microbatches=4", "model.n_layers=1",
        "cluster.devices_per_node=1", "cluster.ranks_per_device=2", "cluster.device.cores=1",
-       "cluster.intra_node.bandwidth=1e18", "cluster.intra_node.latency=0"});
+       "cluster.intra_node.bandwidth=1e15", "cluster.intra_node.latency=0"});
   // The mean step time, the steps' standard deviation and the spread (sd / mean) of the F's
   // durations.
   const auto run = [&](std::vector<double> curve) {

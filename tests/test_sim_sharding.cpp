@@ -215,7 +215,7 @@ TEST_CASE("a tensor-parallel group sharing a device loads it with all its member
   // the device): the device does the same FLOPs either way, so the step takes as long (the
   // tensor-parallel all-reduces are free on an infinitely fast link).
   const auto step = [](const std::vector<std::string>& sets) {
-    std::vector<std::string> all{"cluster.intra_node.bandwidth=1e18",
+    std::vector<std::string> all{"cluster.intra_node.bandwidth=1e15",
                                  "cluster.intra_node.latency=0"};
     all.insert(all.end(), sets.begin(), sets.end());
     const Scenario scenario =

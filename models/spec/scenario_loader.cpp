@@ -188,14 +188,14 @@ void read_device_description(const Origin& origin, const std::map<std::string, F
   if (!present.count("cluster.device.memory")) dev.memory = dev.description->memory;
 }
 
-/// Throws the first violation of validate(), else of size_violation with this machine's budget,
-/// at the place of the key to blame.
+/// Throws the first violation of validate(), else of size_violation with `budget_bytes`, at the
+/// place of the key to blame.
 void check_rules(const Origin& origin, const Field& root,
-                 const std::map<std::string, Field>& present, const Scenario& sc) {
+                 const std::map<std::string, Field>& present, const Scenario& sc,
+                 double budget_bytes) {
   std::vector<Violation> violations = validate(sc);
   if (violations.empty())
-    if (auto too_large = size_violation(sc, machine_memory_budget()))
-      violations.push_back(*too_large);
+    if (auto too_large = size_violation(sc, budget_bytes)) violations.push_back(*too_large);
   if (violations.empty()) return;
   const Violation& v = violations.front();
   std::vector<const Field*> fields;
@@ -210,7 +210,8 @@ void check_rules(const Origin& origin, const Field& root,
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides,
+                       double memory_budget_bytes) {
   YAML::Node doc = detail::load_yaml_file(path, "scenario");
   std::vector<Override> applied;
   if (!overrides.empty() && doc.IsNull()) doc = YAML::Node(YAML::NodeType::Map);  // empty file
@@ -227,7 +228,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   check_conditionally_required(origin, root, present, sc);
   apply_defaults(present, sc);
   read_device_description(origin, present, sc);
-  check_rules(origin, root, present, sc);
+  check_rules(origin, root, present, sc, memory_budget_bytes);
   return sc;
 }
 

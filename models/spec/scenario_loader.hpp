@@ -6,6 +6,7 @@
 
 #include "base/config_error.hpp"
 #include "models/spec/scenario.hpp"
+#include "models/spec/size_guard.hpp"
 
 namespace dtwin {
 
@@ -13,8 +14,11 @@ namespace dtwin {
 /// CLI's repeatable --set; the value is parsed as YAML, e.g. "8", "[2, 4]" or "{a: 1}"; missing
 /// intermediate maps are created), then checks every key, type, unit and cross-field rule.
 /// Quantities are returned in base units (bytes/s, seconds, bytes, FLOP/s); Scenario::source is
-/// `path`. Throws ConfigError on the first problem found.
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+/// `path`. A layout whose lowered schedule would take more than `memory_budget_bytes` to simulate
+/// (size_guard.hpp; default: 80% of this machine's memory) is refused too. Throws ConfigError on
+/// the first problem found.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {},
+                       double memory_budget_bytes = machine_memory_budget());
 
 /// The scenario file at `path` with `overrides` applied as load_scenario applies them, emitted
 /// again as YAML text (block style): every key kept in its order, comments dropped. Not checked

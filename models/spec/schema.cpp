@@ -147,7 +147,8 @@ FieldSpec with_max(FieldSpec f, long long max, std::string what) {
   return f;
 }
 
-FieldSpec with_quantity_max(FieldSpec f, double max, std::string what) {
+FieldSpec with_quantity_range(FieldSpec f, double min, double max, std::string what) {
+  f.quantity_min = min;
   f.quantity_max = max;
   f.what = std::move(what);
   return f;
@@ -461,10 +462,10 @@ std::vector<FieldSpec> make_fields() {
                           "cluster.device.model", "its peak at training.precision"),
                    &S::cluster, &C::device, &D::peak_flops));
   f.push_back(
-      bind(with_quantity_max(quantity("cluster.device.efficiency", false, Quantity::Count, true,
-                                      "fraction of peak a forward/backward reaches "
-                                      "(without a device description)"),
-                             1, "a fraction in (0, 1]"),
+      bind(with_quantity_range(quantity("cluster.device.efficiency", false, Quantity::Count, true,
+                                        "fraction of peak a forward/backward reaches "
+                                        "(without a device description)"),
+                               0.01, 1, "a fraction of peak from 0.01 to 1"),
            &S::cluster, &C::device, &D::efficiency));
   f.push_back(bind(unless(quantity("cluster.device.memory", true, Quantity::Bytes, true,
                                    "bytes of device memory"),
@@ -585,7 +586,11 @@ std::string range_error(const FieldSpec& field, const FieldValue& value) {
       const double v = std::get<double>(value);
       if (field.positive ? !(v > 0) : !(v >= 0))
         return quantity_bound(field.quantity, field.positive);
-      if (field.quantity_max > 0 && v > field.quantity_max) return field.what;
+      if ((field.quantity_max > 0 && v > field.quantity_max) || v < field.quantity_min)
+        return field.what;
+      const PlainRange physical = physical_range(field.quantity);
+      if ((v != 0 && v < physical.min) || (physical.max > 0 && v > physical.max))
+        return physical_bound(field.quantity);
       return "";
     }
     case FieldKind::Choice: {

@@ -49,6 +49,7 @@ struct FieldSpec {
   long long min = 0;                    ///< Integer and IntList: the smallest value
   long long max = 0;                    ///< Integer: the largest value (0 = INT_MAX)
   bool positive = true;                 ///< Quantity: > 0 (true) or >= 0 (false)
+  double quantity_min = 0;              ///< Quantity: the smallest value, inclusive (0 = none)
   double quantity_max = 0;              ///< Quantity: the largest value, inclusive (0 = none)
   std::vector<std::string> choices;     ///< Choice: the names, in the order messages list them
   bool allow_empty = false;             ///< Text: whether "" is a value

@@ -27,6 +27,7 @@ std::string kind_text(const FieldSpec& f) {
     }
     case FieldKind::Quantity: {
       std::string text = quantity_description(f.quantity) + (f.positive ? "; > 0" : "; >= 0");
+      if (f.quantity_min > 0) text += fmt::format(", >= {}", f.quantity_min);
       if (f.quantity_max > 0) text += fmt::format(", <= {}", f.quantity_max);
       return text;
     }
@@ -103,13 +104,14 @@ ordered_json field_schema(const FieldSpec& f) {
     case FieldKind::Quantity: {
       ordered_json number = {{"type", "number"}};
       number[f.positive ? "exclusiveMinimum" : "minimum"] = 0;
-      // Plain numbers outside the plausible range need a unit (a size of 0 excepted).
+      // Plain numbers outside the plausible range need a unit (a size of 0 excepted); none may
+      // leave the physical range.
       const PlainRange plausible = plausible_plain_range(f.quantity);
-      const double max =
-          plausible.max > 0 && (f.quantity_max == 0 || plausible.max < f.quantity_max)
-              ? plausible.max
-              : f.quantity_max;
+      double max = 0;
+      for (double bound : {plausible.max, f.quantity_max, physical_range(f.quantity).max})
+        if (bound > 0 && (max == 0 || bound < max)) max = bound;
       if (max > 0) number["maximum"] = max;
+      if (f.quantity_min > 0) number["minimum"] = f.quantity_min;
       if (plausible.min > 0 && (f.positive || f.quantity != Quantity::Bytes))
         number["minimum"] = plausible.min;
       else if (plausible.min > 0)

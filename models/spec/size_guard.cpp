@@ -33,7 +33,7 @@ std::optional<Violation> size_violation(const Scenario& scenario, double budget_
       fmt::format(
           "a schedule this machine can simulate: {} microbatches on {} ranks lower to about "
           "{:.3g} actions, {:.3g} GB to simulate at {} bytes each, over the budget of "
-          "{:.3g} GB (80% of this machine's memory); at most {} microbatches fit",
+          "{:.3g} GB (by default 80% of this machine's memory); at most {} microbatches fit",
           l.microbatches, static_cast<long long>(ranks), estimated_actions(l), bytes / 1e9,
           kBytesPerAction, budget_bytes / 1e9, static_cast<long long>(std::max(0.0, fitting)))};
 }

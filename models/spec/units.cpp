@@ -113,6 +113,38 @@ PlainRange plausible_plain_range(Quantity kind) {
   return {};
 }
 
+PlainRange physical_range(Quantity kind) {
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return {1e3, 1e15};
+    case Quantity::Latency:
+      return {0, 10};
+    case Quantity::FlopRate:
+      return {1e6, 1e18};
+    case Quantity::Bytes:
+      return {0, 1e15};
+    case Quantity::Count:
+      return {};
+  }
+  return {};
+}
+
+std::string physical_bound(Quantity kind) {
+  switch (kind) {
+    case Quantity::Bandwidth:
+      return "a bandwidth from 1kB/s to 1PB/s (what any real link has)";
+    case Quantity::Latency:
+      return "a latency of at most 10s (what any real link has)";
+    case Quantity::FlopRate:
+      return "a FLOP rate from 1MFLOP/s to 1EFLOP/s (what any real device has)";
+    case Quantity::Bytes:
+      return "a size of at most 1PB (what any real device has)";
+    case Quantity::Count:
+      break;
+  }
+  return "";
+}
+
 std::string implausible_without_unit(const std::string& text, Quantity kind) {
   const std::string_view number = trim(text);
   if (number.empty() || std::isalpha(static_cast<unsigned char>(number.back()))) return "";

@@ -34,6 +34,16 @@ struct PlainRange {
 };
 PlainRange plausible_plain_range(Quantity kind);
 
+/// The values of `kind` that any hardware could have, in base units, however they are written: a
+/// bandwidth from 1 kB/s to 1 PB/s, a latency up to 10 s, a FLOP rate from 1 MFLOP/s to
+/// 1 EFLOP/s, a size up to 1 PB; any count. Beyond them a figure is a typo, and the simulator's
+/// arithmetic breaks (SimGrid aborts on a host of 1e300 FLOP/s).
+PlainRange physical_range(Quantity kind);
+
+/// What physical_range(kind) admits, as messages say it after "expected", e.g. "a bandwidth from
+/// 1kB/s to 1PB/s (what any real link has)".
+std::string physical_bound(Quantity kind);
+
 /// "" unless `text` is a plain number (no unit) outside plausible_plain_range(kind) (a size of 0
 /// excepted). Then what the text should be, as messages say it after "expected",
 /// e.g. "a bandwidth with its unit, such as 300GB/s or 300Gb/s (a plain 300 is 300 bytes/s, under
