@@ -14,15 +14,26 @@ const std::vector<std::string> kMinorSettings = {
     "zero",    "recompute", "sequence_parallel", "tp_comm_overlap", "overlap_param_gather",
     "dp_shard"};
 
+// dp, cp and micro_batch_size split a step's sequences between the batch and the sequence: with
+// the same dp·cp and the same tokens per rank per microbatch they give every rank the same work.
+const std::vector<std::string> kBatchSplitSettings = {"dp", "cp", "micro_batch_size"};
+
+// Tokens a rank holds per microbatch: micro_batch_size · seq_len / cp (cp divides seq_len).
+long long tokens_per_rank(const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
+  return static_cast<long long>(l.micro_batch_size) * scenario.model.seq_len / l.cp;
+}
+
 bool within_tolerance(double a, double b) {
   return std::abs(a - b) < kAlikeTolerance * std::max(a, b);
 }
 
-// The layout's settings other than the minor ones, as text: layouts alike share it.
+// The layout's settings other than the minor ones, with dp, cp and micro_batch_size as the work
+// they give a rank (dp·cp, tokens_per_rank), as text: layouts alike share it.
 std::string major_settings(const Scenario& scenario) {
   const LayoutSpec& l = scenario.layout;
-  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {}", l.tp, l.pp, l.dp, l.cp,
-                     l.micro_batch_size, l.microbatches, static_cast<int>(l.schedule),
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {}", l.tp, l.pp, l.dp * l.cp,
+                     tokens_per_rank(scenario), l.microbatches, static_cast<int>(l.schedule),
                      l.virtual_stages, l.ep, l.expert_tp(),
                      static_cast<int>(scenario.training.precision),
                      static_cast<int>(scenario.training.fp8_recipe));
@@ -37,10 +48,15 @@ bool differ_in_minor_settings(const Scenario& a, const Scenario& b) {
 }
 
 bool alike(const LayoutCandidate& a, const LayoutCandidate& b) {
+  const auto minor_or_split = [](const std::string& name) {
+    return std::ranges::find(kMinorSettings, name) != kMinorSettings.end() ||
+           std::ranges::find(kBatchSplitSettings, name) != kBatchSplitSettings.end();
+  };
   return within_tolerance(a.estimate.step_s, b.estimate.step_s) &&
          within_tolerance(std::ranges::max(a.estimate.peak_bytes),
                           std::ranges::max(b.estimate.peak_bytes)) &&
-         differ_in_minor_settings(a.scenario, b.scenario);
+         std::ranges::all_of(differing_settings(a.scenario, b.scenario), minor_or_split) &&
+         major_settings(a.scenario) == major_settings(b.scenario);
 }
 
 std::vector<int> group_alike(const std::vector<const LayoutCandidate*>& layouts) {

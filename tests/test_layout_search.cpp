@@ -12,6 +12,7 @@
 #include "models/cost/schedule_memory.hpp"
 #include "models/cost/step_estimate.hpp"
 #include "models/spec/scenario_loader.hpp"
+#include "plan/alike_layouts.hpp"
 #include "plan/layout_search.hpp"
 
 using namespace dtwin;
@@ -178,4 +179,36 @@ TEST_CASE("the planner offers hybrid sharding over one node for dense models und
   const PlanRequest kept{base, 16, 16, {"recompute", "sequence_parallel", "cp", "dp_shard"}, {}};
   for (const LayoutCandidate& c : search_layouts(kept, [](int, int) {}).fitting)
     CHECK_FALSE(c.scenario.layout.hybrid_shard());
+}
+
+TEST_CASE("the planner groups dp, cp and micro-batch splits that give every rank the same work") {
+  const std::string long_context =
+      std::string(DTWIN_SOURCE_DIR) + "/scenarios/llama3-70b-128k-cp.yaml";
+  // The same estimate for each (alike compares estimates; here only the settings decide).
+  const auto candidate = [&](int dp, int cp, int mbs, int microbatches) {
+    LayoutCandidate c;
+    c.scenario =
+        load_scenario(long_context, {"layout.tp=2", "layout.pp=1", "layout.schedule=1f1b",
+                                     "layout.virtual_stages=1", "layout.dp=" + std::to_string(dp),
+                                     "layout.cp=" + std::to_string(cp), "layout.zero=3",
+                                     "layout.micro_batch_size=" + std::to_string(mbs),
+                                     "layout.microbatches=" + std::to_string(microbatches)});
+    c.estimate.step_s = 10.0;
+    c.estimate.peak_bytes = {60 * kGiB};
+    return c;
+  };
+  const LayoutCandidate base = candidate(8, 32, 1, 2);
+  // dp·cp 256 and 4,096 tokens per rank per microbatch (128k / 32 · 1 = 128k / 64 · 2).
+  CHECK(alike(base, candidate(4, 64, 2, 2)));
+  CHECK(alike(base, candidate(2, 128, 4, 2)));
+  // Half the tokens per rank: another balance of compute and communication.
+  CHECK_FALSE(alike(base, candidate(4, 64, 1, 4)));
+  // The same split with another microbatch count is another pipeline: not alike.
+  CHECK_FALSE(alike(base, candidate(4, 64, 2, 1)));
+  // Alike settings, estimates apart by more than kAlikeTolerance: not alike.
+  LayoutCandidate slower = candidate(4, 64, 2, 2);
+  slower.estimate.step_s *= 1 + 2 * kAlikeTolerance;
+  CHECK_FALSE(alike(base, slower));
+  const std::vector<const LayoutCandidate*> ranked = {&base, &slower};
+  CHECK(group_alike(ranked) == std::vector<int>{1, 2});
 }
