@@ -13,12 +13,20 @@
 # plain build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's end with the seconds since the start, where the 30-minute budget goes.
+stage() { echo "== test.sh: $1 done at ${SECONDS} s"; }
 bash scripts/install-deps.sh
 bash scripts/fetch_data.sh
+stage "install"
 BUILD_DIR=build-asan bash scripts/build.sh -DDTWIN_SANITIZE=address,undefined
+stage "ASan build"
 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
+stage "ASan tests"
 BUILD_DIR=build-tsan bash scripts/build.sh -DDTWIN_CUDA=OFF -DDTWIN_SANITIZE=thread \
   --target dtwin --target dtwin_train_tests --target dtwin_cli_tests
+stage "TSan build"
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/sanitizers/tsan.supp ${TSAN_OPTIONS:-}" \
   ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L threads
+stage "TSan tests"
 bash scripts/fuzz.sh "${DTWIN_FUZZ_SECONDS:-45}"
+stage "fuzzing"

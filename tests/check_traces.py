@@ -18,8 +18,9 @@ drops a flow whose "f" comes before its "s". A trace passes when:
   tensor-parallel member and every moment).
 
 Usage:
-  check_traces.py predicted ROOT DTWIN   simulate every ROOT/scenarios/*.yaml (--allow-oom) and
-                                         check each predicted.trace.json
+  check_traces.py predicted ROOT DTWIN   simulate every ROOT/scenarios/*.yaml (at least 15; exit
+                                         0, or 3 saying the layout does not fit) and check each
+                                         predicted.trace.json
   check_traces.py measured ROOT DTWIN    train each CPU scenario (cluster.device.kind: cpu) for 2
                                          steps of a small model (needs ROOT/data, fetch_data.sh)
                                          and check each measured.trace.json
@@ -189,10 +190,13 @@ def check_trace(path):
     return report.lines()
 
 
-def run(command, what):
-    """Runs `command`; a failure line naming `what` when it exits non-zero, else None."""
+def run(command, what, does_not_fit_ok=False):
+    """Runs `command`; a failure line naming `what` when it exits non-zero, else None. With
+    `does_not_fit_ok`, exit 3 saying "the layout does not fit" (dtwin simulate, prediction
+    written) is no failure."""
     result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
+    fits_not = result.returncode == 3 and "the layout does not fit" in result.stderr
+    if result.returncode != 0 and not (does_not_fit_ok and fits_not):
         return f"{what}: {' '.join(command)} exited {result.returncode}:\n{result.stdout[-2000:]}" \
                f"{result.stderr[-2000:]}"
     return None
@@ -210,16 +214,19 @@ def scenarios(root, cpu_only):
 def check_scenarios(root, dtwin, measured):
     """Failure lines over the shipped scenarios' predicted or measured traces."""
     failures = []
+    shipped = scenarios(root, measured)
+    if not measured and len(shipped) < 15:
+        failures.append(f"{root}/scenarios: {len(shipped)} scenarios, expected at least 15")
     with tempfile.TemporaryDirectory() as scratch:
-        for scenario in scenarios(root, measured):
+        for scenario in shipped:
             name = os.path.basename(scenario)[:-len(".yaml")]
             out = os.path.join(scratch, name)
             if measured:
                 command = [dtwin, "train", scenario, "-o", out, "--data-dir",
                            os.path.join(root, "data")] + SMALL_MODEL
             else:
-                command = [dtwin, "simulate", scenario, "--allow-oom", "-o", out]
-            error = run(command, name)
+                command = [dtwin, "simulate", scenario, "-o", out]
+            error = run(command, name, does_not_fit_ok=not measured)
             trace = os.path.join(out, ("measured" if measured else "predicted") + ".trace.json")
             found = [error] if error else check_trace(trace)
             print(f"{name}: {'ok' if not found else f'{len(found)} failure(s)'}")

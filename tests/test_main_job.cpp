@@ -19,8 +19,7 @@
 
 TEST_CASE(
     "dtwin run leaves traces, compare.json, report.md and timeline.png, and with --bracket "
-    "predicts with "
-    "the profiles measured before and after training",
+    "predicts with the profiles measured before and after training",
     "[threads]") {
   const std::string dir = "main-job-quickstart";
   std::filesystem::remove_all(dir);

@@ -373,21 +373,24 @@ TEST_CASE(
   }
 }
 
+// 60 of the scenario's 150 steps (the sanitizer build's longest test, ASan: 216 s for 150): the
+// mean loss of steps 51-60 is 5.68 nats at its seed, 0.64 under the bound; 5.12 at 150 steps.
 TEST_CASE(
     "the quickstart scenario trains on the King James Bible: loss falls well below ln(vocab)") {
   const std::string dir = "train-quickstart";
   std::filesystem::remove_all(dir);
-  const auto result = run_dtwin("train " + kQuickstart + " --data-dir " + kDataDir + " -o " + dir);
+  const auto result = run_dtwin("train " + kQuickstart + " --set training.steps=60 --data-dir " +
+                                kDataDir + " -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   const std::vector<double> values = losses(dir);
-  REQUIRE(values.size() == 150);
+  REQUIRE(values.size() == 60);
   CHECK(values.front() == Approx(std::log(4096.0)).epsilon(0.05));  // untrained: ln V
   // The mean of the last 10 steps, 2 nats below ln V = 8.32.
   double tail = 0;
   for (size_t i = values.size() - 10; i < values.size(); ++i) tail += values[i] / 10;
   CHECK(tail < std::log(4096.0) - 2);
   for (const char* file :
-       {"/measured.trace.json", "/measured.summary.json", "/checkpoints/step-150/stage-2.pt"})
+       {"/measured.trace.json", "/measured.summary.json", "/checkpoints/step-60/stage-2.pt"})
     CHECK(std::filesystem::exists(dir + file));
 }
