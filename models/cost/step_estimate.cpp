@@ -68,19 +68,26 @@ const LinkSpec& dp_link(const Scenario& scenario) {
 // reduced shard, bytes / s, across the r = dp / dp_shard shard groups (on dp_link's link, per
 // microbatch under zero3_gather layer). Under NCCL (nccl_collectives) each is NCCL's time for its
 // fastest algorithm and protocol (models/cost/nccl_model.hpp), else a ring over the link (an
-// all-reduce is two ring halves).
+// all-reduce is two ring halves). ZeRO-3 with zero3_gather stage gathers the weights for F and
+// for B once a step and reduce-scatters once: 1.5 times the pair. With zero3_gather layer the
+// stage's `gather_units` units are gathered before each F and each B and reduce-scattered after
+// each B, every microbatch, and the simulator exposes the first unit's share of each (the others
+// run under the pass): m times a reduce-scatter and 2m times a gather of gradient_bytes / units,
+// whatever the buckets.
 double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradient_bytes,
-                  double bucket_bytes) {
+                  double bucket_bytes, int gather_units) {
   const LayoutSpec& l = scenario.layout;
   const int n = l.dp_cp();  // the gradients' group
   if (n == 1) return 0;
   const LinkSpec& link = dp_link(scenario);
-  // ZeRO-3 also gathers the weights for B: (2 gathers + 1 reduce-scatter) / 2 per step with
-  // zero3_gather stage, per microbatch with layer (counted exposed: an upper bound).
-  const double zero3 = l.zero == 3 ? 1.5 * (l.gathers_layers() ? l.microbatches : 1) : 1;
+  const bool layers = l.gathers_layers();
+  const double m = l.microbatches;
+  const double scatters = layers ? m : l.zero == 3 ? 1.5 : 1;
+  const double gathers = layers ? 2 * m : l.zero == 3 ? 1.5 : 1;
   const double gather = l.zero > 0 ? cost.bytes_per_element() / cost.grad_bytes_per_element() : 1;
-  const double exposed =
-      l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes) : gradient_bytes;
+  const double exposed = layers                  ? gradient_bytes / gather_units
+                         : l.overlap_grad_reduce ? std::min(gradient_bytes, bucket_bytes)
+                                                 : gradient_bytes;
   const ClusterSpec& c = scenario.cluster;
   const int node = c.devices_per_node * c.ranks_per_device;
   // The ZeRO shard group (all n GPUs without hybrid sharding) and the replicas of a shard.
@@ -89,9 +96,9 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   const double reductions = l.gathers_layers() ? l.microbatches : 1;
   if (!nccl_collectives(scenario)) {
     const double sharded =
-        zero3 *
-        (ring_half_seconds(exposed, shard, shard_link.bandwidth, shard_link.latency) +
-         ring_half_seconds(exposed * gather, shard, shard_link.bandwidth, shard_link.latency));
+        scatters * ring_half_seconds(exposed, shard, shard_link.bandwidth, shard_link.latency) +
+        gathers *
+            ring_half_seconds(exposed * gather, shard, shard_link.bandwidth, shard_link.latency);
     if (replicas == 1) return sharded;
     return sharded + reductions * 2 *
                          ring_half_seconds(exposed / shard, replicas, link.bandwidth, link.latency);
@@ -103,8 +110,8 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
     return nccl_collective(collective, bytes, group, shard_link.bandwidth).seconds;
   };
   if (l.zero == 0) return seconds(NcclCollective::AllReduce, exposed);
-  const double sharded = zero3 * (seconds(NcclCollective::ReduceScatter, exposed) +
-                                  seconds(NcclCollective::AllGather, exposed * gather));
+  const double sharded = scatters * seconds(NcclCollective::ReduceScatter, exposed) +
+                         gathers * seconds(NcclCollective::AllGather, exposed * gather);
   if (replicas == 1) return sharded;
   // Replicas are shard·tp GPUs apart: each on a node of its own unless the whole group fits in
   // fewer nodes than there are replicas.
@@ -167,8 +174,11 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
     const StageSeconds t = stage_seconds(scenario, c);
     work[r] += t.forward + t.backward;
     optimizer[r] += t.optimizer;
-    const double stage_sync = dp_seconds(scenario, cost, cost.gradient_bytes(s), bucket_bytes);
-    sync[r] = l.overlap_grad_reduce ? std::max(sync[r], stage_sync) : sync[r] + stage_sync;
+    const double stage_sync =
+        dp_seconds(scenario, cost, cost.gradient_bytes(s), bucket_bytes, cost.gather_units(s));
+    // A rank's stages gather and reduce per layer each in its own passes: their times add up.
+    sync[r] = l.overlap_grad_reduce && !l.gathers_layers() ? std::max(sync[r], stage_sync)
+                                                           : sync[r] + stage_sync;
   }
   double slowest = 0;
   for (int r = 0; r < l.pp; ++r) {

@@ -37,6 +37,9 @@ struct StepEstimate {
 ///    for ZeRO-3) of the rank's gradients over the intra-node link when the dp group fits a
 ///    node, else the inter-node one (NCCL's time for each collective where NCCL runs them,
 ///    models/cost/nccl_model.hpp); with overlap_grad_reduce only the last bucket is exposed;
+///    ZeRO-3 with zero3_gather layer: per microbatch and stage, the first layer's share of the
+///    gathers before F and B and of the reduce-scatter after B, as the simulator exposes them,
+///    summed over the rank's stages;
 ///  - the optimizer step of the rank's stages, plus offload transfers.
 /// Peak memory of pipeline rank r: peak_memory_bytes of `proxy`'s rank r of replica 0, the walk
 /// of the layout's lowered schedule (memory_proxy).
