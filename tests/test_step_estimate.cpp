@@ -26,6 +26,14 @@ Scenario layout(const std::string& schedule, int pp, int m, int v,
   return load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/quickstart.yaml", sets);
 }
 
+// The simulated step of `scenario`, seconds (SimGrid in a child process: one engine each).
+double simulated_step(const Scenario& scenario, const CostModel& cost) {
+  return test::in_fresh_process([&] {
+    return std::vector<double>{
+        sim::simulate(scenario, build_schedule(scenario), cost, {}).summary.step_time_s};
+  })[0];
+}
+
 }  // namespace
 
 TEST_CASE("the estimate's peak memory is the schedule's, for every schedule and rank",
@@ -67,10 +75,7 @@ TEST_CASE("the estimate's step time stays within 15% of the simulated step", "[e
     const Scenario scenario = layout(schedule, pp, m, v);
     const CostModel cost(scenario);
     const double estimated = estimate_step(scenario, cost).step_s;
-    const double simulated = test::in_fresh_process([&] {
-      return std::vector<double>{
-          sim::simulate(scenario, build_schedule(scenario), cost, {}).summary.step_time_s};
-    })[0];
+    const double simulated = simulated_step(scenario, cost);
     CHECK(estimated == Approx(simulated).epsilon(0.15));
   }
 }
@@ -157,16 +162,13 @@ TEST_CASE(
 // collectives per microbatch and stage and took -38% (10.87 s against 17.54 s simulated).
 TEST_CASE("the estimate exposes ZeRO-3's per-layer gathers of one-layer chunks as simulated",
           "[estimate]") {
-  const Scenario scenario = load_scenario(
-      std::string(DTWIN_SOURCE_DIR) + "/scenarios/llama3-70b-128k-cp.yaml",
-      {"layout.tp=2", "layout.pp=2", "layout.dp=2", "layout.microbatches=8",
-       "layout.virtual_stages=40", "layout.zero=3", "layout.recompute=none", "layout.cp=64",
-       "training.precision=fp8"});
+  const Scenario scenario =
+      load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/llama3-70b-128k-cp.yaml",
+                    {"layout.tp=2", "layout.pp=2", "layout.dp=2", "layout.microbatches=8",
+                     "layout.virtual_stages=40", "layout.zero=3", "layout.recompute=none",
+                     "layout.cp=64", "training.precision=fp8"});
   const CostModel cost(scenario);
   const double estimated = estimate_step(scenario, cost).step_s;
-  const double simulated = test::in_fresh_process([&] {
-    return std::vector<double>{
-        sim::simulate(scenario, build_schedule(scenario), cost, {}).summary.step_time_s};
-  })[0];
+  const double simulated = simulated_step(scenario, cost);
   CHECK(estimated == Approx(simulated).epsilon(0.10));
 }
