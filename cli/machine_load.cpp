@@ -29,16 +29,18 @@ CpuSample sample_cpu() {
     sample.busy_s = (user + nice + system + irq + softirq + steal) / tick;
     sample.total_s = sample.busy_s + (idle + iowait) / tick;
   }
-  rusage usage{};
-  getrusage(RUSAGE_CHILDREN, &usage);
-  sample.children_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  for (const int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage usage{};
+    getrusage(who, &usage);
+    sample.own_s += seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  }
   return sample;
 }
 
 double others_cpu_share(const CpuSample& before, const CpuSample& after) {
   const double total = after.total_s - before.total_s;
   if (total <= 0) return 0;
-  const double others = (after.busy_s - before.busy_s) - (after.children_s - before.children_s);
+  const double others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s);
   return std::clamp(others / total, 0.0, 1.0);
 }
 
@@ -50,10 +52,16 @@ std::string noise_report(double step_s, double step_std_s, double error, double 
       "other processes used {:.0f}% of the machine's CPU during training; the error ({:+.1f}%) "
       "is {} two standard deviations of the measured steps",
       spread * 100, others_share * 100, error * 100, within ? "within" : "outside");
-  if (others_share > 0.1)
-    line +=
-        "\ncaution: the machine was busy while training: the measurement is of a shared machine";
-  return line;
+  const std::string caution = busy_machine_caution(others_share, "training");
+  return caution.empty() ? line : line + "\n" + caution;
+}
+
+std::string busy_machine_caution(double others_share, const std::string& what) {
+  if (others_share <= 0.1) return "";
+  return fmt::format(
+      "caution: other processes used {:.0f}% of the machine's CPU while {}: the figures are of a "
+      "shared machine",
+      others_share * 100, what);
 }
 
 }  // namespace dtwin

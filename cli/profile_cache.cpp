@@ -1,5 +1,7 @@
 #include "cli/profile_cache.hpp"
 
+#include "cli/machine_load.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -44,10 +46,14 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   options.member_command = on_this_scenario("profile-member");
   const sched::Schedule schedule = build_schedule(scenario);
   options.schedule = &schedule;
+  const CpuSample before = sample_cpu();
   const Profile profile = rt::measure_profile(scenario, options);
+  const std::string caution =
+      busy_machine_caution(others_cpu_share(before, sample_cpu()), "profiling");
   const std::filesystem::path parent = std::filesystem::path(target).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
   save_profile(profile, target);
+  if (!caution.empty()) std::printf("%s; re-measure on an idle machine\n", caution.c_str());
   std::printf(
       "%6s %10s %10s %10s %10s %10s %10s %10s   (ms, %d threads; sync: the gradient "
       "synchronisation's own work; variation: CV between steps)\n",

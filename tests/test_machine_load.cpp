@@ -8,8 +8,9 @@
 
 using namespace dtwin;
 
-TEST_CASE("others' CPU share leaves out this process's children") {
-  // The machine: 10 s of capacity, 6 busy, of which the children took 4: others 2 of 10.
+TEST_CASE("others' CPU share leaves out this process and its children") {
+  // The machine: 10 s of capacity, 6 busy, of which this process and its children took 4: others
+  // 2 of 10.
   const CpuSample before{100, 400, 50}, after{106, 410, 54};
   CHECK(others_cpu_share(before, after) == Approx(0.2));
   CHECK(others_cpu_share(before, before) == 0);
@@ -24,7 +25,7 @@ TEST_CASE("others' CPU share leaves out this process's children") {
   int status = 0;
   wait(&status);
   const CpuSample end = sample_cpu();
-  CHECK(end.children_s - start.children_s >= 0.29);
+  CHECK(end.own_s - start.own_s >= 0.29);
   CHECK(others_cpu_share(start, end) < (end.busy_s - start.busy_s) / (end.total_s - start.total_s));
 }
 
@@ -34,5 +35,19 @@ TEST_CASE("an error within two standard deviations of the measured steps is said
                          Catch::Contains("(-15.0%) is within") && !Catch::Contains("caution"));
   const std::string outside = noise_report(1.0, 0.02, 0.08, 0.37);
   CHECK_THAT(outside, Catch::Contains("is outside") && Catch::Contains("used 37%") &&
-                          Catch::Contains("caution: the machine was busy"));
+                          Catch::Contains("caution: other processes used 37% of the machine's "
+                                          "CPU while training"));
+  CHECK(busy_machine_caution(0.1, "profiling").empty());
+  CHECK_THAT(busy_machine_caution(0.5, "profiling"),
+             Catch::Contains("50%") && Catch::Contains("while profiling"));
+}
+
+TEST_CASE("this process's own CPU time is not another process's") {
+  const CpuSample start = sample_cpu();
+  const std::clock_t until = std::clock() + CLOCKS_PER_SEC * 3 / 10;  // 0.3 s of this process's
+  volatile double x = 0;
+  while (std::clock() < until) x = x + 1;
+  const CpuSample end = sample_cpu();
+  CHECK(end.own_s - start.own_s >= 0.29);
+  CHECK(others_cpu_share(start, end) < (end.busy_s - start.busy_s) / (end.total_s - start.total_s));
 }
