@@ -4,21 +4,16 @@
 
 #include "models/cost/cost_model.hpp"
 #include "models/cost/memory_budget.hpp"
-#include "models/cost/schedule_memory.hpp"
+#include "trace/step_figures.hpp"
 
 namespace dtwin {
 
 trace::StepSummary memory_summary(const Scenario& scenario, const sched::Schedule& schedule) {
   const CostModel cost(scenario);
-  const double budget = tensor_memory_per_rank(scenario.cluster);
   trace::StepSummary summary;
   summary.ranks.resize(schedule.layout.group_count());
-  for (int rank = 0; rank < schedule.layout.group_count(); ++rank) {
-    trace::RankSummary& figures = summary.ranks[rank];
-    figures.peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
-    figures.model_state_bytes = model_state_bytes(schedule, rank, cost);
-    figures.memory_ok = figures.peak_memory_bytes <= budget;
-  }
+  trace::fill_predicted_memory(summary, schedule, cost);
+  trace::fill_step_figures(summary, scenario, cost);  // memory_ok; no step time
   return summary;
 }
 

@@ -14,8 +14,8 @@ namespace dtwin {
 inline constexpr int kExitDoesNotFit = 3;
 
 /// The memory figures of the simulator's summary without simulating: per rank of `schedule`
-/// (one per tensor-parallel group), the peak and model-state bytes of its walk
-/// (schedule_memory.hpp) and whether the peak fits the device (memory_ok); no times.
+/// (one per tensor-parallel group), trace::fill_predicted_memory's peak and model-state bytes and
+/// whether the peak fits the device (memory_ok); no times.
 trace::StepSummary memory_summary(const Scenario& scenario, const sched::Schedule& schedule);
 
 /// "" when every rank of `summary` fits (RankSummary::memory_ok), else one message naming the

@@ -1,13 +1,12 @@
 #include "cli/profile_cache.hpp"
 
-#include "cli/machine_load.hpp"
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
 
 #include "cli/gemm_report.hpp"
+#include "cli/machine_load.hpp"
 #include "models/cost/profile.hpp"
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/calibrate/network_calibration.hpp"

@@ -763,10 +763,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
                        ? trace::summarize_steps(result.events, layout.group_count(), false)
                        : trace::summarize(result.events, layout.group_count());
   unfold_summary(result.summary, layout, replicas);
-  for (int rank = 0; rank < layout.group_count(); ++rank) {
-    result.summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
-    result.summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);
-  }
+  trace::fill_predicted_memory(result.summary, schedule, cost);
   trace::fill_step_figures(result.summary, scenario, cost);
   return result;
 }

@@ -1,6 +1,7 @@
 #include "trace/step_figures.hpp"
 
 #include "models/cost/memory_budget.hpp"
+#include "models/cost/schedule_memory.hpp"
 
 namespace dtwin::trace {
 
@@ -16,6 +17,14 @@ void fill_step_figures(StepSummary& summary, const Scenario& scenario, const Cos
   summary.tokens_per_s = tokens / summary.step_time_s;
   const double peak = cluster.device.peak_flops * cluster.nodes * cluster.devices_per_node;
   if (peak > 0) summary.mfu = cost.model_flops_per_token() * summary.tokens_per_s / peak;
+}
+
+void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule,
+                           const CostModel& cost) {
+  for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {
+    summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
+    summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);
+  }
 }
 
 }  // namespace dtwin::trace

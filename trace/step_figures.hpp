@@ -4,6 +4,7 @@
 
 #include "models/cost/cost_model.hpp"
 #include "models/spec/scenario.hpp"
+#include "schedules/schedule.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin::trace {
@@ -19,5 +20,11 @@ namespace dtwin::trace {
 ///  - memory_ok: peak_memory_bytes <= tensor_memory_per_rank (models/cost/memory_budget.hpp).
 /// With step_time_s <= 0, tokens_per_s stays 0 and mfu -1 (unknown).
 void fill_step_figures(StepSummary& summary, const Scenario& scenario, const CostModel& cost);
+
+/// Sets every rank's peak_memory_bytes and model_state_bytes (bytes) of `summary` from the walk
+/// of `schedule` (models/cost/schedule_memory.hpp), one summary rank per schedule rank; the
+/// simulator's prediction, which does not depend on its times.
+void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule,
+                           const CostModel& cost);
 
 }  // namespace dtwin::trace

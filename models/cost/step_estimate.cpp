@@ -93,7 +93,7 @@ double dp_seconds(const Scenario& scenario, const CostModel& cost, double gradie
   // The ZeRO shard group (all n GPUs without hybrid sharding) and the replicas of a shard.
   const int shard = l.zero_group(), replicas = n / shard;
   const LinkSpec& shard_link = replicas > 1 && l.tp * shard <= node ? c.intra_node : link;
-  const double reductions = l.gathers_layers() ? l.microbatches : 1;
+  const double reductions = layers ? m : 1;
   if (!nccl_collectives(scenario)) {
     const double sharded =
         scatters * ring_half_seconds(exposed, shard, shard_link.bandwidth, shard_link.latency) +
