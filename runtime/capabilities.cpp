@@ -26,9 +26,9 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
        "GPU"},
       {m.family == ModelFamily::Llama, "model.family",
        "llama (the runtime builds LLaMA stages; gpt2 is simulated only)"},
-      {m.kv_heads() == m.n_heads, "model.n_kv_heads",
-       "absent or model.n_heads (the runtime's attention is multi-head; grouped-query "
-       "attention is simulated only)"},
+      {m.kv_heads() % l.tp == 0, "model.n_kv_heads",
+       "a multiple of layout.tp (each tensor-parallel member holds its own key/value heads; "
+       "replicating a head on several members, tp > n_kv_heads, is simulated only)"},
       {!m.moe.enabled(), "model.moe.num_experts",
        "absent (the runtime builds dense LLaMA layers only; it runs no mixture of experts)"},
       {l.cp == 1, "layout.cp",

@@ -64,3 +64,34 @@ TEST_CASE("SDPA causal attention: the first position attends to itself only",
   const torch::Tensor out = dtwin::nn::causal_attention(q, k, v);
   CHECK(torch::allclose(out.select(2, 0), v.select(2, 0), 1e-6, 1e-6));
 }
+
+TEST_CASE("grouped-query attention equals multi-head attention over k and v repeated per group",
+          "[torch][attention]") {
+  torch::manual_seed(11);
+  const int64_t b = 2, h = 6, kv = GENERATE(1, 2, 3), s = 33, hd = 16;
+  CAPTURE(kv);
+  const torch::Tensor q = torch::randn({b, h, s, hd}).requires_grad_(true);
+  const torch::Tensor k = torch::randn({b, kv, s, hd}).requires_grad_(true);
+  const torch::Tensor v = torch::randn({b, kv, s, hd}).requires_grad_(true);
+  const torch::Tensor upstream = torch::randn({b, h, s, hd});
+  // Query head j reads key/value head j / (h / kv): each repeated h / kv times, in order.
+  const torch::Tensor reference =
+      explicit_attention(q, k.repeat_interleave(h / kv, 1), v.repeat_interleave(h / kv, 1));
+  const auto reference_grads = torch::autograd::grad({reference}, {q, k, v}, {upstream});
+  for (const auto core : {dtwin::Attention::Flash, dtwin::Attention::Eager}) {
+    INFO("core " << dtwin::kAttentionNames.name(core));
+    const torch::Tensor out = dtwin::nn::causal_attention(q, k, v, core);
+    const auto grads = torch::autograd::grad({out}, {q, k, v}, {upstream});
+    CHECK(relative_or_absolute_error(out, reference) < 1e-5);
+    for (int i = 0; i < 3; ++i) {
+      INFO("gradient of "
+           << "qkv"[i]);
+      CHECK(grads[i].sizes() == (i == 0 ? q.sizes() : k.sizes()));
+      CHECK(relative_or_absolute_error(grads[i], reference_grads[i]) < 1e-5);
+    }
+  }
+  // Key/value heads that do not divide the query heads are refused.
+  CHECK_THROWS_AS(
+      dtwin::nn::causal_attention(q, torch::randn({b, 4, s, hd}), torch::randn({b, 4, s, hd})),
+      std::invalid_argument);
+}

@@ -18,11 +18,24 @@ namespace {
 // The quickstart's layer: d_model 288, 6 heads, SwiGLU width 768, 256 tokens, 2 sequences.
 constexpr std::int64_t kS = 256, kB = 2, kH = 288, kHeads = 6, kF = 768;
 
+// The quickstart's layer with `kv_heads` key/value heads and attention core `core`.
+ModelSpec layer_spec(Attention core, int kv_heads = kHeads) {
+  ModelSpec spec;
+  spec.family = ModelFamily::Llama;
+  spec.d_model = kH;
+  spec.n_heads = kHeads;
+  spec.n_kv_heads = kv_heads;
+  spec.ffn_hidden = kF;
+  spec.attention = core;
+  return spec;
+}
+
 // Bytes live after a forward of one layer at `dtype` (its output included) minus before.
-double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash) {
+double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash,
+                     int kv_heads = kHeads) {
   rt::count_cpu_tensor_bytes();
   const auto options = torch::TensorOptions().dtype(dtype);
-  nn::DecoderLayer layer(kH, kHeads, kF, 1e-5, options, core);
+  nn::DecoderLayer layer(layer_spec(core, kv_heads), 1e-5, options);
   for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
   const auto [cos, sin] = nn::rotary_tables(kS, kH / kHeads, 10000, options);
   const torch::Tensor x = torch::randn({kB, kS, kH}, options).requires_grad_(true);
@@ -33,8 +46,9 @@ double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash)
   return kept;
 }
 
-double formula(double bytes_per_element, Attention core = Attention::Flash) {
-  const LayerActivationShape shape{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama};
+double formula(double bytes_per_element, Attention core = Attention::Flash, int kv_heads = kHeads) {
+  const LayerActivationShape shape{
+      kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Llama, double(kv_heads) / kHeads};
   return layer_activation_bytes(shape, Recompute::None, core, bytes_per_element);
 }
 
@@ -44,7 +58,7 @@ double formula(double bytes_per_element, Attention core = Attention::Flash) {
 double input_backward_freed(torch::ScalarType dtype, Attention core) {
   rt::count_cpu_tensor_bytes();
   const auto options = torch::TensorOptions().dtype(dtype);
-  nn::DecoderLayer layer(kH, kHeads, kF, 1e-5, options, core);
+  nn::DecoderLayer layer(layer_spec(core), 1e-5, options);
   for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
   const auto slot = std::make_shared<nn::StashSlot>();
   for (const auto& module : layer->modules())
@@ -115,6 +129,14 @@ TEST_CASE("a LLaMA layer keeps the activations the formula counts, in fp32 and b
   // instead of SDPA's log-sum-exp.
   const double eager = forward_bytes(torch::kFloat32, Attention::Eager);
   CHECK(eager == Approx(formula(4, Attention::Eager) + 4.0 * kB * kS * 2 + kS * kS).epsilon(0.01));
+  // Grouped-query attention (2 key/value heads for 6 query heads) keeps k and v at a third of
+  // q's width, with either core (its eager form keeps q's rows regrouped instead of q).
+  for (const Attention core : {Attention::Flash, Attention::Eager}) {
+    CAPTURE(core == Attention::Eager);
+    const double extra = core == Attention::Flash ? small : 4.0 * kB * kS * 2 + kS * kS;
+    CHECK(forward_bytes(torch::kFloat32, core, 2) ==
+          Approx(formula(4, core, 2) + extra).epsilon(0.01));
+  }
   // The fp32 figure is not the GPT one: Korthikanti's 34·sbh + 5·a·s²·b (16-bit) would be off.
   const LayerActivationShape gpt{kS, kB, kH, kHeads, kF, 1, false, ModelFamily::Gpt2};
   CHECK(std::abs(layer_activation_bytes(gpt, Recompute::None, Attention::Eager, 4) / fp32 - 1) >

@@ -103,8 +103,9 @@ const std::vector<double>& single_rank_losses() {
   return reference;
 }
 
-void check_equal(const std::vector<double>& losses) {
-  const std::vector<double>& reference = single_rank_losses();
+// Losses equal to `reference`'s (by default the single-rank run's) within 1e-5 relative.
+void check_equal(const std::vector<double>& losses,
+                 const std::vector<double>& reference = single_rank_losses()) {
   REQUIRE(losses.size() == reference.size());
   for (size_t i = 0; i < losses.size(); ++i) {
     CAPTURE(i, losses[i], reference[i]);
@@ -264,6 +265,21 @@ TEST_CASE(
       CHECK(trained.comm_s[r] > 0);
     }
   }
+}
+
+TEST_CASE(
+    "grouped-query attention trains the single-rank model under tp=2, each member holding one "
+    "key/value head and the predicted model states") {
+  const std::string gqa = " --set model.n_kv_heads=2";  // of 4 query heads
+  const std::vector<double> reference = train("gqa-single", layout_args(1, 1, 4, "1f1b") + gqa);
+  CHECK(reference != single_rank_losses());  // another model than multi-head attention's
+  const std::string args = layout_args(1, 1, 4, "1f1b", 1, "allreduce", 2) + gqa;
+  const Trained trained = train_run("gqa-tp2", args);
+  check_equal(trained.losses, reference);
+  const std::vector<double> predicted = predicted_model_states("gqa-tp2", args);
+  REQUIRE(predicted.size() == trained.model_states.size());
+  for (size_t r = 0; r < predicted.size(); ++r)
+    CHECK(trained.model_states[r] == Approx(predicted[r]).epsilon(0.1));
 }
 
 TEST_CASE("dp=2 x tp=2 x pp=2 (8 processes) trains the single-rank model with 1F1B and ZB-H1",

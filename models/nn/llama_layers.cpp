@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "models/nn/recompute.hpp"
 
@@ -52,37 +54,51 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, dtwin::Attention core) {
+  const std::int64_t heads = q.size(1), kv_heads = k.size(1);
+  if (kv_heads <= 0 || heads % kv_heads != 0 || v.size(1) != kv_heads)
+    throw std::invalid_argument("causal_attention: " + std::to_string(kv_heads) +
+                                " key/value heads do not serve " + std::to_string(heads) +
+                                " query heads in equal groups");
   if (core == dtwin::Attention::Eager) {
-    const std::int64_t s = q.size(-2);
-    const torch::Tensor scores =
-        torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    // Each key/value head's group of g query heads folded into the rows: q [b, kv, g·s, hd], so
+    // that one product per key/value head serves its group without copying k or v g times.
+    const std::int64_t b = q.size(0), s = q.size(2), hd = q.size(3), g = heads / kv_heads;
+    const torch::Tensor rows = q.reshape({b, kv_heads, g * s, hd});
+    const torch::Tensor scores = torch::matmul(rows, k.transpose(-2, -1)) *
+                                 (1.0 / std::sqrt(static_cast<double>(hd)));  // [b, kv, g·s, s]
     const torch::Tensor future =
         torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-    return torch::matmul(torch::softmax(scores.masked_fill(future, -INFINITY), -1), v);
+    const torch::Tensor masked =  // the [s, s] mask broadcast over each group's g row blocks
+        scores.view({b, kv_heads, g, s, s}).masked_fill(future, -INFINITY).view(scores.sizes());
+    const torch::Tensor out = torch::matmul(torch::softmax(masked, -1), v);
+    return out.view({b, heads, s, hd});
   }
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0,
-                                          /*is_causal=*/true);
+                                          /*is_causal=*/true, /*scale=*/std::nullopt,
+                                          /*enable_gqa=*/kv_heads != heads);
 }
 
-AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads,
+AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads,
                              const torch::TensorOptions& options, dtwin::Attention core,
                              bool recompute_core, int tp_size)
     : local_heads_(n_heads / tp_size),
+      local_kv_heads_(n_kv_heads / tp_size),
       head_dim_(d_model / n_heads),
       core_(core),
       recompute_core_(recompute_core) {
   const std::int64_t local_width = local_heads_ * head_dim_;
+  const std::int64_t kv_width = local_kv_heads_ * head_dim_;
   wq = register_module("wq", SplitLinear(d_model, local_width, options));
-  wk = register_module("wk", SplitLinear(d_model, local_width, options));
-  wv = register_module("wv", SplitLinear(d_model, local_width, options));
+  wk = register_module("wk", SplitLinear(d_model, kv_width, options));
+  wv = register_module("wv", SplitLinear(d_model, kv_width, options));
   wo = register_module("wo", SplitLinear(local_width, d_model, options));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
   const std::int64_t b = x.size(0), s = x.size(1);
-  auto heads = [&](const torch::Tensor& t) {  // [b, s, h·hd] -> [b, h, s, hd]
-    return t.view({b, s, local_heads_, head_dim_}).transpose(1, 2);
+  auto heads = [&](const torch::Tensor& t) {  // [b, s, n·hd] -> [b, n, s, hd]
+    return t.view({b, s, -1, head_dim_}).transpose(1, 2);
   };
   const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
   const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
@@ -107,16 +123,15 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   return w2(torch::silu(w1(x)) * w3(x));
 }
 
-DecoderLayerImpl::DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads,
-                                   std::int64_t ffn_hidden, double eps,
-                                   const torch::TensorOptions& options, dtwin::Attention core,
-                                   bool recompute_core, TensorParallelGroup tp)
+DecoderLayerImpl::DecoderLayerImpl(const ModelSpec& spec, double eps,
+                                   const torch::TensorOptions& options, bool recompute_core,
+                                   TensorParallelGroup tp)
     : tp_(std::move(tp)) {
-  attn_norm = register_module("attn_norm", RMSNorm(d_model, eps, options));
-  attn =
-      register_module("attn", Attention(d_model, n_heads, options, core, recompute_core, tp_.size));
-  mlp_norm = register_module("mlp_norm", RMSNorm(d_model, eps, options));
-  mlp = register_module("mlp", FeedForward(d_model, ffn_hidden / tp_.size, options));
+  attn_norm = register_module("attn_norm", RMSNorm(spec.d_model, eps, options));
+  attn = register_module("attn", Attention(spec.d_model, spec.n_heads, spec.kv_heads(), options,
+                                           spec.attention, recompute_core, tp_.size));
+  mlp_norm = register_module("mlp_norm", RMSNorm(spec.d_model, eps, options));
+  mlp = register_module("mlp", FeedForward(spec.d_model, spec.ffn_hidden / tp_.size, options));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,

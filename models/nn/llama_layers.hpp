@@ -3,8 +3,8 @@
 // pre-norm decoder layer. Parameters are created uninitialised with the given TensorOptions
 // (device, dtype); StageModule initialises them by global name (models/nn/param_init.hpp).
 //
-// Shapes: b = batch, s = sequence, d = d_model, h = n_heads, hd = d/h, f = ffn_hidden,
-// V = vocab_size.
+// Shapes: b = batch, s = sequence, d = d_model, h = n_heads, hd = d/h, kv = n_kv_heads (h for
+// multi-head attention), f = ffn_hidden, V = vocab_size.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -15,6 +15,7 @@
 
 #include "models/nn/split_linear.hpp"
 #include "models/nn/tensor_parallel.hpp"
+#include "models/spec/scenario.hpp"
 #include "models/spec/settings.hpp"
 
 namespace dtwin::nn {
@@ -59,25 +60,33 @@ std::pair<torch::Tensor, torch::Tensor> rotary_tables(std::int64_t seq_len, std:
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
                            const torch::Tensor& sin);
 
-/// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q, k, v [b, h, s, hd] -> [b, h, s, hd]; position i
-/// attends to positions 0..i (Vaswani et al. 2017, eq. 1). `core` Flash: through
-/// at::scaled_dot_product_attention with is_causal, which picks a fused kernel (flash or
-/// memory-efficient attention on CUDA, a blocked flash kernel on CPU) and keeps no [s, s]
-/// tensor for the backward; Eager: the explicit products and softmax, whose [b, h, s, s]
-/// probabilities autograd keeps.
+/// softmax(q·kᵀ/sqrt(hd) + causal mask)·v for q [b, h, s, hd] and k, v [b, kv, s, hd] ->
+/// [b, h, s, hd]; position i attends to positions 0..i (Vaswani et al. 2017, eq. 1). With kv < h
+/// it is grouped-query attention (Ainslie et al. 2023): query head j uses key/value head
+/// j / (h/kv), the grouping of torch's enable_gqa and of Megatron-LM's query groups. Neither core
+/// copies k or v per query head, so autograd keeps them at kv heads. `core` Flash: through
+/// at::scaled_dot_product_attention with is_causal (and enable_gqa when kv < h), which picks a
+/// fused kernel (flash or memory-efficient attention on CUDA, a blocked flash kernel on CPU) and
+/// keeps no [s, s] tensor for the backward; on CUDA in fp32 with kv < h only its math kernel
+/// groups heads, and that one expands k and v. Eager: the explicit products and softmax, whose
+/// [b, h, s, s] probabilities autograd keeps, each key/value head's query group folded into
+/// rows. Throws std::invalid_argument unless kv divides h.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v,
                                dtwin::Attention core = dtwin::Attention::Flash);
 
-/// Causal multi-head self-attention with RoPE on q and k, its core computed as `core` says and,
-/// when `recompute_core`, recomputed in the backward (selective recomputation, Korthikanti et
-/// al. 2022 §4: only q, k and v are kept); submodules wq, wk, wv, wo (SplitLinear, [d, d] each,
-/// no bias). With `tp_size` t > 1 it holds one tensor-parallel member's h/t heads (Megatron-LM):
-/// wq, wk, wv column-parallel [d/t, d], wo row-parallel [d, d/t], whose output is the member's
-/// partial sum (the caller reduces it, leave_parallel_region).
+/// Causal self-attention with RoPE on q and k and kv = n_kv_heads key/value heads (grouped-query
+/// attention where kv < h), its core computed as `core` says and, when `recompute_core`,
+/// recomputed in the backward (selective recomputation, Korthikanti et al. 2022 §4: only q, k
+/// and v are kept); submodules wq [d, d], wk and wv [kv·hd, d], wo [d, d] (SplitLinear, no
+/// bias). With `tp_size` t > 1 it holds one tensor-parallel member's h/t query heads and kv/t
+/// key/value heads (Megatron-LM; the caller checks that t divides both): wq [d/t, d], wk, wv
+/// [kv·hd/t, d] column-parallel, wo row-parallel [d, d/t], whose output is the member's partial
+/// sum (the caller reduces it, leave_parallel_region).
 class AttentionImpl : public torch::nn::Module {
  public:
-  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, const torch::TensorOptions& options,
+  AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads,
+                const torch::TensorOptions& options,
                 dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
                 int tp_size = 1);
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
@@ -86,7 +95,7 @@ class AttentionImpl : public torch::nn::Module {
   SplitLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
 
  private:
-  std::int64_t local_heads_, head_dim_;
+  std::int64_t local_heads_, local_kv_heads_, head_dim_;
   dtwin::Attention core_;
   bool recompute_core_;
 };
@@ -107,17 +116,16 @@ class FeedForwardImpl : public torch::nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
-/// One pre-norm decoder layer: x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)). Submodules
+/// One pre-norm decoder layer of `spec` (d_model, n_heads, n_kv_heads, ffn_hidden, attention):
+/// x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)), RMSNorm epsilon `eps`. Submodules
 /// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's. With a tensor-parallel
 /// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
 /// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
 /// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
 class DecoderLayerImpl : public torch::nn::Module {
  public:
-  DecoderLayerImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t ffn_hidden, double eps,
-                   const torch::TensorOptions& options,
-                   dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
-                   TensorParallelGroup tp = {});
+  DecoderLayerImpl(const ModelSpec& spec, double eps, const torch::TensorOptions& options,
+                   bool recompute_core = false, TensorParallelGroup tp = {});
   /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
   /// shape of x.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);

@@ -21,6 +21,9 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
   if (spec.vocab_size <= 0 || spec.d_model <= 0 || spec.n_heads <= 0 || spec.ffn_hidden <= 0 ||
       spec.n_layers <= 0)
     throw std::invalid_argument(where + "model dimensions must be positive");
+  if (spec.kv_heads() <= 0 || spec.n_heads % spec.kv_heads() != 0)
+    throw std::invalid_argument(where + "n_kv_heads (" + std::to_string(spec.kv_heads()) +
+                                ") must divide n_heads (" + std::to_string(spec.n_heads) + ")");
   if (spec.d_model % spec.n_heads != 0 || (spec.d_model / spec.n_heads) % 2 != 0)
     throw std::invalid_argument(where + "d_model (" + std::to_string(spec.d_model) +
                                 ") must be n_heads (" + std::to_string(spec.n_heads) +
@@ -30,10 +33,11 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
                                 std::to_string(first_layer + num_layers) + ") outside [0, " +
                                 std::to_string(spec.n_layers) + ")");
   const auto splits = [&](std::int64_t n) { return n % tp.size == 0; };
-  if (tp.size < 1 || !splits(spec.n_heads) || !splits(spec.ffn_hidden) ||
-      !splits(spec.vocab_size) || (tp.sequence_parallel && !splits(spec.seq_len)))
+  if (tp.size < 1 || !splits(spec.n_heads) || !splits(spec.kv_heads()) ||
+      !splits(spec.ffn_hidden) || !splits(spec.vocab_size) ||
+      (tp.sequence_parallel && !splits(spec.seq_len)))
     throw std::invalid_argument(where + "tensor parallelism over " + std::to_string(tp.size) +
-                                " members needs n_heads, ffn_hidden, vocab_size" +
+                                " members needs n_heads, n_kv_heads, ffn_hidden, vocab_size" +
                                 (tp.sequence_parallel ? " and seq_len" : "") +
                                 " to be multiples of it");
 }
@@ -59,8 +63,7 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     embed_ = register_module("embed", TokenEmbedding(vocab_shard, spec.d_model, options));
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
-    DecoderLayer layer(spec.d_model, spec.n_heads, spec.ffn_hidden, kNormEps, options,
-                       spec.attention, recompute == Recompute::Selective, tp_);
+    DecoderLayer layer(spec, kNormEps, options, recompute == Recompute::Selective, tp_);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }

@@ -5,7 +5,7 @@
 // Parameters are registered under their global names, the same whatever the split:
 //   embed.weight [V, d]                                   (stage with the embedding)
 //   layers.<i>.attn_norm.weight [d], layers.<i>.mlp_norm.weight [d]
-//   layers.<i>.attn.{wq,wk,wv,wo}.weight [d, d]
+//   layers.<i>.attn.{wq,wo}.weight [d, d], layers.<i>.attn.{wk,wv}.weight [kv·hd, d]
 //   layers.<i>.mlp.{w1,w3}.weight [f, d], layers.<i>.mlp.w2.weight [d, f]
 //   norm.weight [d], head.weight [V, d]                   (stage with the head)
 // with <i> the global layer index, and initialised from them (models/nn/param_init.hpp), so any
@@ -13,10 +13,10 @@
 //
 // With a tensor-parallel group of t > 1 members (Megatron-LM, Shoeybi et al. 2019) the module
 // holds one member's shards under the same names: the embedding's and head's rows [V/t, d]
-// (vocabulary-parallel lookup and cross-entropy), the member's h/t heads of q/k/v [d/t, d] and
-// wo [d, d/t], and w1/w3 [f/t, d], w2 [d, f/t]; the norm weights whole on every member
-// (models/nn/param_init.hpp's tensor_parallel_dim). Under sequence parallelism the hidden states
-// between stages are the member's sequence shard [b, s/t, d].
+// (vocabulary-parallel lookup and cross-entropy), the member's h/t query heads [d/t, d], kv/t
+// key/value heads [kv·hd/t, d] and wo [d, d/t], and w1/w3 [f/t, d], w2 [d, f/t]; the norm weights
+// whole on every member (models/nn/param_init.hpp's tensor_parallel_dim). Under sequence
+// parallelism the hidden states between stages are the member's sequence shard [b, s/t, d].
 //
 // The q/k/v/o, w1/w2/w3 and head weights are SplitLinear layers: a backward run under a
 // StashGuard (models/nn/split_linear.hpp) defers their weight gradients to the stash (I), and
@@ -63,10 +63,11 @@ class StageModule : public torch::nn::Module {
   /// initialised from `seed`; parameters live on `device` with `dtype` (values are drawn in fp32
   /// on the CPU and converted). `recompute` selective recomputes each layer's attention core in
   /// the backward, full each whole layer from its input (models/nn/recompute.hpp). Throws
-  /// std::invalid_argument for another family, d_model not a multiple of n_heads, an odd head size
+  /// std::invalid_argument for another family, d_model not a multiple of n_heads, n_kv_heads not
+  /// dividing n_heads, an odd head size
   /// or a layer range outside [0, n_layers). `tp` (size 1: none) makes it member tp.rank's
-  /// shards; throws std::invalid_argument unless tp.size divides n_heads, ffn_hidden and
-  /// vocab_size, and under sequence parallelism seq_len.
+  /// shards; throws std::invalid_argument unless tp.size divides n_heads, n_kv_heads, ffn_hidden
+  /// and vocab_size, and under sequence parallelism seq_len.
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
