@@ -19,7 +19,8 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
 /// asks for something the runtime cannot run rather than silently running something else:
 /// runtime.device cuda in a build without CUDA or on a host without a visible GPU,
 /// runtime.backend nccl on the CPU or with ranks sharing a device (cluster.ranks_per_device > 1),
-/// model.family gpt2 and model.n_kv_heads not a multiple of layout.tp (simulated only), model.moe,
+/// model.family gpt2 and model.n_kv_heads not a multiple of layout.tp (simulated only), model.moe
+/// with layout.ep or layout.tp > 1,
 /// training.grad_precision bf16 (gradients are reduced in
 /// fp32), and the layouts simulated only: tp_comm_overlap and offload.
 void check_runtime_supports(const Scenario& scenario);

@@ -8,6 +8,7 @@
 
 #include "base/file_writer.hpp"
 #include "models/cost/cost_model.hpp"
+#include "runtime/expert_counts.hpp"
 #include "schedules/transfer.hpp"
 #include "trace/step_figures.hpp"
 #include "trace/timeline.hpp"
@@ -39,6 +40,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   const int world_size = layout.group_count();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0), model_states(world_size, 0);
+  std::vector<ExpertCount> expert_rows;
   // A schedule rank's timeline is its first tensor-parallel member's (the members run the
   // same actions together); its memory the largest member's.
   for (int rank = 0; rank < world_size; ++rank) {
@@ -49,6 +51,8 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
       peak[rank] = std::max(peak[rank], doc["peak_memory_bytes"].get<double>());
       model_states[rank] = std::max(model_states[rank], doc["model_state_bytes"].get<double>());
       if (member > 0) continue;
+      const std::vector<ExpertCount> rows = expert_counts_from_json(doc["tokens_per_expert"]);
+      expert_rows.insert(expert_rows.end(), rows.begin(), rows.end());
       for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
         e.rank = rank;
         events.push_back(e);
@@ -57,6 +61,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   }
   end_sends_at_receipt(events, layout);
   write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, layout));
+  write_expert_counts(std::move(expert_rows), output_dir);
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
   for (int rank = 0; rank < world_size; ++rank) {

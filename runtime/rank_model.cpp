@@ -25,6 +25,9 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario,
     StageState state;
     state.module = std::make_shared<nn::StageModule>(scenario, partition.stage(stage), device,
                                                      torch::kFloat32, tp);
+    // The executor's backward takes loss/m (runtime/executor.cpp): the MoE layers' auxiliary
+    // losses are averaged over the microbatches alike.
+    state.module->set_aux_loss_scale(1.0 / layout.microbatches);
     torch::optim::AdamWOptions options(scenario.training.lr);
     options.betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
     if (layout.zero > 0)

@@ -14,6 +14,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/expert_counts.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/measured_summary.hpp"
 #include "runtime/peak_memory.hpp"
@@ -148,6 +149,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
 
   Executor executor(scenario, partition, schedule, env.rank, stages, comm, data, clock);
   std::vector<trace::TimedAction> events;
+  std::vector<ExpertCount> expert_rows;  // replica 0's first tensor-parallel member's
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
@@ -158,6 +160,9 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
     const double seconds = clock.now() - start;
     if (reporter) progress->report(step, loss, seconds);
+    const std::vector<ExpertCount> counted = finish_expert_counts(stages, comm, step);
+    if (replica == 0 && tp_index == 0)
+      expert_rows.insert(expert_rows.end(), counted.begin(), counted.end());
     const bool final_step = step + 1 == scenario.training.steps;
     const bool checkpoint = final_step || (every > 0 && (step + 1) % every == 0);
     if (options.digests || checkpoint) executor.gather_all_parameters();
@@ -170,6 +175,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   // Rank 0 gathers every rank's events and peak memory through the store.
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
                          {"model_state_bytes", executor.peak_model_state_bytes()},
+                         {"tokens_per_expert", to_json(expert_rows)},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);

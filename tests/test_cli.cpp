@@ -331,7 +331,8 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
           std::string("training.grad_precision=bf16 --set training.precision=bf16"),
           std::string("model.family=gpt2"),
           std::string("model.n_kv_heads=1 --set layout.tp=2 --set cluster.ranks_per_device=6"),
-          std::string("model.moe.num_experts=4 --set model.moe.top_k=2 --set "
+          std::string("layout.ep=2 --set layout.dp=2 --set cluster.ranks_per_device=6 --set "
+                      "model.moe.num_experts=4 --set model.moe.top_k=2 --set "
                       "model.moe.expert_ffn_hidden=384"),
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
                       "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "models/cost/parallel_memory.hpp"
-#include "models/nn/llama_layers.hpp"
+#include "models/nn/decoder_layer.hpp"
 #include "models/nn/split_linear.hpp"
 #include "models/nn/stage_module.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
@@ -35,7 +35,7 @@ double forward_bytes(torch::ScalarType dtype, Attention core = Attention::Flash,
                      int kv_heads = kHeads) {
   rt::count_cpu_tensor_bytes();
   const auto options = torch::TensorOptions().dtype(dtype);
-  nn::DecoderLayer layer(layer_spec(core, kv_heads), 1e-5, options);
+  nn::DecoderLayer layer(layer_spec(core, kv_heads), 0, 1e-5, options);
   for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
   const auto [cos, sin] = nn::rotary_tables(kS, kH / kHeads, 10000, options);
   const torch::Tensor x = torch::randn({kB, kS, kH}, options).requires_grad_(true);
@@ -58,7 +58,7 @@ double formula(double bytes_per_element, Attention core = Attention::Flash, int 
 double input_backward_freed(torch::ScalarType dtype, Attention core) {
   rt::count_cpu_tensor_bytes();
   const auto options = torch::TensorOptions().dtype(dtype);
-  nn::DecoderLayer layer(layer_spec(core), 1e-5, options);
+  nn::DecoderLayer layer(layer_spec(core), 0, 1e-5, options);
   for (torch::Tensor& p : layer->parameters()) p.data().normal_(0, 0.02);
   const auto slot = std::make_shared<nn::StashSlot>();
   for (const auto& module : layer->modules())

@@ -282,6 +282,37 @@ TEST_CASE(
     CHECK(trained.model_states[r] == Approx(predicted[r]).epsilon(0.1));
 }
 
+TEST_CASE(
+    "a mixture of experts trains the single-rank model: pp=2 1F1B, dp=2 with ZeRO 1, full "
+    "recomputation, and the sigmoid router whose bias steps with the replicas' summed load") {
+  // 4 experts of width 64, top-2, a shared expert, the first layer dense.
+  const std::string moe =
+      " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set model.moe.expert_ffn_hidden=64"
+      " --set model.moe.shared_expert_ffn_hidden=32 --set model.moe.first_dense_layers=1";
+  for (const char* router : {"softmax", "sigmoid"}) {
+    CAPTURE(router);
+    // A bias rate large enough to change routing within 3 steps.
+    const std::string model =
+        moe + " --set model.moe.router=" + router + " --set model.moe.bias_update_rate=0.05";
+    const std::vector<double> reference =
+        train(std::string("moe-single-") + router, layout_args(1, 1, 4, "1f1b") + model);
+    CHECK(reference != single_rank_losses());
+    if (std::string(router) == "sigmoid")  // the bias did change the routing
+      CHECK(train("moe-single-unbiased", layout_args(1, 1, 4, "1f1b") + moe +
+                                             " --set model.moe.router=sigmoid"
+                                             " --set model.moe.bias_update_rate=0")
+                .back() != reference.back());
+    check_equal(train(std::string("moe-pp2-") + router, layout_args(1, 2, 4, "1f1b") + model),
+                reference);
+    check_equal(train(std::string("moe-dp2-zero1-") + router,
+                      layout_args(2, 1, 2, "1f1b") + model + " --set layout.zero=1"),
+                reference);
+    check_equal(train(std::string("moe-recompute-") + router,
+                      layout_args(1, 2, 4, "zb-h1") + model + " --set layout.recompute=full"),
+                reference);
+  }
+}
+
 TEST_CASE("dp=2 x tp=2 x pp=2 (8 processes) trains the single-rank model with 1F1B and ZB-H1",
           "[threads]") {
   for (const char* schedule : {"1f1b", "zb-h1"}) {

@@ -37,7 +37,7 @@ double gpt_layer_bytes(const LayerActivationShape& x, Recompute recompute, Atten
   return sbh * per_sbh * bytes_per_element / 2;
 }
 
-// The saved tensors of models/nn/llama_layers.cpp's DecoderLayer (see the header), in bytes.
+// The saved tensors of models/nn/decoder_layer.cpp's DecoderLayer (see the header), in bytes.
 double llama_layer_bytes(const LayerActivationShape& x, Recompute recompute, Attention attention,
                          double e) {
   const double sbh = x.s * x.b * x.h, t = x.t;

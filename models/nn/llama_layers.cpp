@@ -123,22 +123,4 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   return w2(torch::silu(w1(x)) * w3(x));
 }
 
-DecoderLayerImpl::DecoderLayerImpl(const ModelSpec& spec, double eps,
-                                   const torch::TensorOptions& options, bool recompute_core,
-                                   TensorParallelGroup tp)
-    : tp_(std::move(tp)) {
-  attn_norm = register_module("attn_norm", RMSNorm(spec.d_model, eps, options));
-  attn = register_module("attn", Attention(spec.d_model, spec.n_heads, spec.kv_heads(), options,
-                                           spec.attention, recompute_core, tp_.size));
-  mlp_norm = register_module("mlp_norm", RMSNorm(spec.d_model, eps, options));
-  mlp = register_module("mlp", FeedForward(spec.d_model, spec.ffn_hidden / tp_.size, options));
-}
-
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                        const torch::Tensor& sin) {
-  const torch::Tensor h =
-      x + leave_parallel_region(attn(enter_parallel_region(attn_norm(x), tp_), cos, sin), tp_);
-  return h + leave_parallel_region(mlp(enter_parallel_region(mlp_norm(h), tp_)), tp_);
-}
-
 }  // namespace dtwin::nn

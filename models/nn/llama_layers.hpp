@@ -15,7 +15,6 @@
 
 #include "models/nn/split_linear.hpp"
 #include "models/nn/tensor_parallel.hpp"
-#include "models/spec/scenario.hpp"
 #include "models/spec/settings.hpp"
 
 namespace dtwin::nn {
@@ -115,28 +114,5 @@ class FeedForwardImpl : public torch::nn::Module {
   SplitLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
 };
 TORCH_MODULE(FeedForward);
-
-/// One pre-norm decoder layer of `spec` (d_model, n_heads, n_kv_heads, ffn_hidden, attention):
-/// x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)), RMSNorm epsilon `eps`. Submodules
-/// attn_norm, attn, mlp_norm, mlp; `recompute_core` as AttentionImpl's. With a tensor-parallel
-/// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
-/// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
-/// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
-class DecoderLayerImpl : public torch::nn::Module {
- public:
-  DecoderLayerImpl(const ModelSpec& spec, double eps, const torch::TensorOptions& options,
-                   bool recompute_core = false, TensorParallelGroup tp = {});
-  /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
-  /// shape of x.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
-
-  RMSNorm attn_norm{nullptr}, mlp_norm{nullptr};
-  Attention attn{nullptr};
-  FeedForward mlp{nullptr};
-
- private:
-  TensorParallelGroup tp_;
-};
-TORCH_MODULE(DecoderLayer);
 
 }  // namespace dtwin::nn

@@ -31,7 +31,8 @@ std::uint64_t parameter_seed(std::uint64_t seed, std::string_view name) {
 
 std::optional<double> parameter_init_std(std::string_view name, int n_layers) {
   if (ends_with(name, "norm.weight")) return std::nullopt;
-  if (ends_with(name, ".wo.weight") || ends_with(name, ".w2.weight"))
+  if (ends_with(name, ".wo.weight") || ends_with(name, ".w2.weight") ||
+      ends_with(name, ".experts.w2"))
     return 0.02 / std::sqrt(2.0 * n_layers);
   return 0.02;
 }

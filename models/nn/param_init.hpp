@@ -22,8 +22,9 @@ std::uint64_t parameter_seed(std::uint64_t seed, std::string_view name);
 
 /// The standard deviation of N(0, std²) the parameter `name` is drawn from, or nullopt for a norm
 /// weight (any name ending in "norm.weight"), which is set to ones. Output projections of the
-/// residual branches ("….wo.weight", "….w2.weight") get 0.02/sqrt(2·n_layers) (GPT-2, Radford
-/// et al. 2019), every other matrix (embedding, q/k/v, w1/w3, LM head) 0.02.
+/// residual branches ("….wo.weight", "….w2.weight", the routed experts' "….experts.w2") get
+/// 0.02/sqrt(2·n_layers) (GPT-2, Radford et al. 2019), every other matrix (embedding, q/k/v,
+/// w1/w3, router, LM head) 0.02.
 std::optional<double> parameter_init_std(std::string_view name, int n_layers);
 
 /// The dimension along which Megatron-LM's tensor parallelism splits the parameter `name` over

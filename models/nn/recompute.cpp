@@ -3,6 +3,15 @@
 #include "models/nn/autograd_node.hpp"
 
 namespace dtwin::nn {
+namespace {
+
+thread_local bool recomputing = false;
+
+}  // namespace
+
+bool in_recomputation() {
+  return recomputing;
+}
 
 torch::Tensor recomputed(const RecomputedBody& body, const std::vector<torch::Tensor>& inputs) {
   if (!needs_graph(inputs)) return body(inputs);
@@ -24,7 +33,15 @@ torch::Tensor recomputed(const RecomputedBody& body, const std::vector<torch::Te
     torch::Tensor again;
     {
       torch::AutoGradMode enabled(true);
-      again = body(copies);
+      const bool outer = recomputing;
+      recomputing = true;
+      try {
+        again = body(copies);
+      } catch (...) {
+        recomputing = outer;
+        throw;
+      }
+      recomputing = outer;
     }
     torch::autograd::backward({again}, {grad});
     std::vector<torch::Tensor> grads;

@@ -22,4 +22,8 @@ using RecomputedBody = std::function<torch::Tensor(const std::vector<torch::Tens
 /// dropout). Without grad mode, or when no input requires grad, it is body(inputs).
 torch::Tensor recomputed(const RecomputedBody& body, const std::vector<torch::Tensor>& inputs);
 
+/// True on a thread while it runs a body again for the backward: what counts per forward (a
+/// router's tokens per expert) must not count the rerun.
+bool in_recomputation();
+
 }  // namespace dtwin::nn

@@ -32,6 +32,8 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
     throw std::invalid_argument(where + "layers [" + std::to_string(first_layer) + ", " +
                                 std::to_string(first_layer + num_layers) + ") outside [0, " +
                                 std::to_string(spec.n_layers) + ")");
+  if (spec.moe.enabled() && tp.size > 1)
+    throw std::invalid_argument(where + "a mixture of experts runs without tensor parallelism");
   const auto splits = [&](std::int64_t n) { return n % tp.size == 0; };
   if (tp.size < 1 || !splits(spec.n_heads) || !splits(spec.kv_heads()) ||
       !splits(spec.ffn_hidden) || !splits(spec.vocab_size) ||
@@ -63,7 +65,7 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     embed_ = register_module("embed", TokenEmbedding(vocab_shard, spec.d_model, options));
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
-    DecoderLayer layer(spec, kNormEps, options, recompute == Recompute::Selective, tp_);
+    DecoderLayer layer(spec, i, kNormEps, options, recompute == Recompute::Selective, tp_);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }
@@ -127,6 +129,17 @@ torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tens
   const torch::Tensor rows = logits.reshape({-1, logits.size(-1)});
   if (tp_.size > 1) return vocab_parallel_cross_entropy(rows, targets.reshape({-1}), tp_);
   return torch::nn::functional::cross_entropy(rows, targets.reshape({-1}));
+}
+
+std::map<int, MoeFeedForward> StageModule::moe_layers() const {
+  std::map<int, MoeFeedForward> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i]->moe) out.emplace(first_layer_ + static_cast<int>(i), layers_[i]->moe);
+  return out;
+}
+
+void StageModule::set_aux_loss_scale(double scale) {
+  for (auto& [layer, moe] : moe_layers()) moe->set_aux_loss_scale(scale);
 }
 
 }  // namespace dtwin::nn

@@ -7,6 +7,9 @@
 //   layers.<i>.attn_norm.weight [d], layers.<i>.mlp_norm.weight [d]
 //   layers.<i>.attn.{wq,wo}.weight [d, d], layers.<i>.attn.{wk,wv}.weight [kv·hd, d]
 //   layers.<i>.mlp.{w1,w3}.weight [f, d], layers.<i>.mlp.w2.weight [d, f]
+//   in a MoE layer (model.moe, from layer first_dense_layers on) instead of mlp.{w1,w2,w3}:
+//   layers.<i>.mlp.router.weight [E, d], layers.<i>.mlp.experts.{w1,w3} [E, fe, d],
+//   layers.<i>.mlp.experts.w2 [E, d, fe], layers.<i>.mlp.shared.{w1,w2,w3}.weight (shared expert)
 //   norm.weight [d], head.weight [V, d]                   (stage with the head)
 // with <i> the global layer index, and initialised from them (models/nn/param_init.hpp), so any
 // split holds exactly the values of the single-stage model with the same seed.
@@ -36,11 +39,12 @@
 #include <torch/nn/modules/container/moduledict.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "models/nn/llama_layers.hpp"
+#include "models/nn/decoder_layer.hpp"
 #include "models/nn/split_linear.hpp"
 #include "models/spec/scenario.hpp"
 #include "models/spec/stage_partition.hpp"
@@ -105,6 +109,12 @@ class StageModule : public torch::nn::Module {
   /// parallelism each member's gradient of them covers its sequence shard only, so the group
   /// must sum those gradients before the optimizer step (Korthikanti et al. 2022 §4.2.2).
   std::vector<torch::Tensor> replicated_parameters() const;
+  /// The stage's MoE feed-forwards by global layer index (none for a dense model).
+  std::map<int, MoeFeedForward> moe_layers() const;
+  /// Sets the factor of every MoE layer's auxiliary-loss gradient beside α: the factor the
+  /// caller's backward gives the stage's loss (1/microbatches), so that both losses are averaged
+  /// alike. 1 until set.
+  void set_aux_loss_scale(double scale);
 
  private:
   ModelSpec spec_;

@@ -31,6 +31,11 @@ struct MoeSpec {
   /// busiest rank. 1 = perfectly balanced routing.
   double load_imbalance = 1;
   Router router = Router::Softmax;
+  /// α of the load-balancing auxiliary loss α·E·Σ f_i·P_i (Switch Transformer eq. 4).
+  double aux_loss_coeff = 0.01;
+  /// γ of the sigmoid router's expert-bias step b_i += γ·sign(mean load − load_i) per step
+  /// (DeepSeek-V3 report §2.1.2).
+  double bias_update_rate = 0.001;
   bool enabled() const { return num_experts > 0; }
 };
 

@@ -265,6 +265,22 @@ std::vector<FieldSpec> make_fields() {
                                "expert bias (DeepSeek-V3)",
                                "--moe-router-score-function", "model.moe_args.score_func"),
                         kRouterNames, &S::model, &M::moe, &E::router));
+  f.push_back(bind(
+      with_quantity_range(quantity("model.moe.aux_loss_coeff", false, Quantity::Count, false,
+                                   "α of the load-balancing auxiliary loss α·E·Σ f_i·P_i (Switch "
+                                   "Transformer eq. 4; 0.01 there, DeepSeek-V3's sigmoid router "
+                                   "uses 0.0001); its gradient joins the backward, the reported "
+                                   "loss leaves it out",
+                                   "--moe-aux-loss-coeff"),
+                          0, 1, "a coefficient from 0 to 1"),
+      &S::model, &M::moe, &E::aux_loss_coeff));
+  f.push_back(bind(
+      with_quantity_range(quantity("model.moe.bias_update_rate", false, Quantity::Count, false,
+                                   "γ of the sigmoid router's expert bias, stepped by γ·sign(mean "
+                                   "load − the expert's load) after each step (DeepSeek-V3)",
+                                   "--moe-router-bias-update-rate"),
+                          0, 1, "a rate from 0 to 1"),
+      &S::model, &M::moe, &E::bias_update_rate));
 
   f.push_back(section("layout", true,
                       "how ranks split the model and the batch: world size = dp·cp·pp·tp ranks"));

@@ -1,0 +1,158 @@
+#include "models/nn/moe.hpp"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/nn/autograd_node.hpp"
+#include "models/nn/recompute.hpp"
+
+namespace dtwin::nn {
+namespace {
+
+/// For each of `experts` int64 [n] (values in [0, E)) whether it is among the first `capacity`
+/// of its expert's entries in descending `weights` [n] (stable: the earlier entry wins a tie).
+torch::Tensor within_capacity(const torch::Tensor& experts, const torch::Tensor& weights,
+                              std::int64_t num_experts, std::int64_t capacity) {
+  const torch::Tensor by_weight = torch::argsort(weights, /*stable=*/true, 0, /*descending=*/true);
+  const torch::Tensor by_expert =
+      by_weight.index_select(0, torch::argsort(experts.index_select(0, by_weight), true, 0));
+  const torch::Tensor sorted = experts.index_select(0, by_expert);
+  const torch::Tensor counts = torch::bincount(experts, {}, num_experts);
+  const torch::Tensor starts = counts.cumsum(0) - counts;
+  const torch::Tensor position =
+      torch::arange(experts.size(0), experts.options()) - starts.index_select(0, sorted);
+  torch::Tensor kept = torch::zeros_like(experts, torch::kBool);
+  kept.index_put_({by_expert}, position < capacity);
+  return kept;
+}
+
+}  // namespace
+
+RouterImpl::RouterImpl(std::int64_t d_model, const MoeSpec& moe,
+                       const torch::TensorOptions& options)
+    : moe_(moe) {
+  weight = register_parameter("weight", torch::empty({moe.num_experts, d_model}, options));
+  if (moe.router == dtwin::Router::Sigmoid)
+    expert_bias = register_buffer("expert_bias",
+                                  torch::zeros({moe.num_experts}, options.dtype(torch::kFloat32)));
+}
+
+Routing RouterImpl::forward(const torch::Tensor& x) {
+  const std::int64_t tokens = x.size(0), e = moe_.num_experts, k = moe_.top_k;
+  const torch::Tensor logits = torch::matmul(x.to(torch::kFloat32), weight.to(torch::kFloat32).t());
+  Routing r;
+  torch::Tensor probs;  // [T, E], each row summing to 1: what the auxiliary loss balances
+  if (moe_.router == dtwin::Router::Softmax) {
+    const auto [top, experts] = logits.topk(k, -1);
+    r.experts = experts;
+    r.weights = torch::softmax(top, -1);
+    probs = torch::softmax(logits, -1);
+  } else {
+    const torch::Tensor scores = torch::sigmoid(logits);
+    r.experts = std::get<1>((scores.detach() + expert_bias).topk(k, -1));
+    const torch::Tensor chosen = scores.gather(1, r.experts);
+    r.weights = chosen / chosen.sum(-1, /*keepdim=*/true);
+    probs = scores / scores.sum(-1, /*keepdim=*/true);
+  }
+  const torch::Tensor flat = r.experts.reshape({-1});
+  const torch::Tensor routed = torch::bincount(flat, {}, e).to(torch::kFloat32);
+  r.aux_loss = moe_.aux_loss_coeff * static_cast<double>(e) *
+               (routed / static_cast<double>(tokens * k) * probs.mean(0)).sum();
+  if (moe_.capacity_factor > 0) {
+    const auto capacity = static_cast<std::int64_t>(
+        std::ceil(moe_.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(e)));
+    r.kept = within_capacity(flat, r.weights.detach().reshape({-1}), e, capacity).view({tokens, k});
+  } else {
+    r.kept = torch::ones_like(r.experts, torch::kBool);
+  }
+  return r;
+}
+
+void RouterImpl::update_bias(const torch::Tensor& load) {
+  if (moe_.router != dtwin::Router::Sigmoid) return;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor l = load.to(torch::kFloat64).to(expert_bias.device());
+  expert_bias.add_((l.mean() - l).sign().to(torch::kFloat32) * moe_.bias_update_rate);
+}
+
+GroupedExpertsImpl::GroupedExpertsImpl(std::int64_t experts, std::int64_t d_model,
+                                       std::int64_t ffn_hidden,
+                                       const torch::TensorOptions& options) {
+  w1 = register_parameter("w1", torch::empty({experts, ffn_hidden, d_model}, options));
+  w3 = register_parameter("w3", torch::empty({experts, ffn_hidden, d_model}, options));
+  w2 = register_parameter("w2", torch::empty({experts, d_model, ffn_hidden}, options));
+}
+
+torch::Tensor GroupedExpertsImpl::forward(const torch::Tensor& x, const torch::Tensor& counts) {
+  const torch::Tensor rows = counts.to(torch::kCPU, torch::kLong).contiguous();
+  if (rows.size(0) != w1.size(0) || rows.sum().item<std::int64_t>() != x.size(0))
+    throw std::invalid_argument(
+        "GroupedExperts: counts for " + std::to_string(rows.size(0)) + " experts summing to " +
+        std::to_string(rows.sum().item<std::int64_t>()) + ", expected " +
+        std::to_string(w1.size(0)) + " summing to " + std::to_string(x.size(0)));
+  const auto dtype = x.scalar_type();
+  const torch::Tensor a = w1.to(dtype), b = w3.to(dtype), c = w2.to(dtype);
+  std::vector<torch::Tensor> outputs;
+  std::int64_t offset = 0;
+  const auto* n = rows.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < rows.size(0); offset += n[i], ++i) {
+    if (n[i] == 0) continue;
+    const torch::Tensor in = x.narrow(0, offset, n[i]);
+    const torch::Tensor hidden =
+        torch::silu(torch::matmul(in, a[i].t())) * torch::matmul(in, b[i].t());
+    outputs.push_back(torch::matmul(hidden, c[i].t()));
+  }
+  return outputs.empty() ? x * 0 : torch::cat(outputs, 0);
+}
+
+MoeFeedForwardImpl::MoeFeedForwardImpl(const ModelSpec& spec, const torch::TensorOptions& options)
+    : moe_(spec.moe) {
+  router = register_module("router", Router(spec.d_model, moe_, options));
+  experts = register_module(
+      "experts", GroupedExperts(moe_.num_experts, spec.d_model, moe_.expert_ffn_hidden, options));
+  if (moe_.shared_expert_ffn_hidden > 0)
+    shared = register_module("shared",
+                             FeedForward(spec.d_model, moe_.shared_expert_ffn_hidden, options));
+  reset_counts();
+}
+
+void MoeFeedForwardImpl::reset_counts() {
+  kept_counts_ = torch::zeros({moe_.num_experts}, torch::kLong);
+  load_counts_ = torch::zeros({moe_.num_experts}, torch::kLong);
+}
+
+torch::Tensor MoeFeedForwardImpl::forward(const torch::Tensor& x) {
+  const std::int64_t d = x.size(-1), k = moe_.top_k;
+  const torch::Tensor tokens = x.reshape({-1, d});  // [T, d]
+  const Routing r = router(tokens);
+  const torch::Tensor flat = r.experts.reshape({-1});
+  const torch::Tensor copies = r.kept.reshape({-1}).nonzero().squeeze(1);  // kept copy ids
+  const torch::Tensor chosen = flat.index_select(0, copies);
+  const torch::Tensor order = copies.index_select(0, torch::argsort(chosen, true, 0));
+  const torch::Tensor token = order.div(k, "floor");  // each permuted copy's token
+  const torch::Tensor counts = torch::bincount(chosen, {}, moe_.num_experts);
+  const torch::Tensor routed = experts(tokens.index_select(0, token), counts);  // [N, d]
+  const torch::Tensor weight =
+      r.weights.reshape({-1}).index_select(0, order).to(x.scalar_type()).unsqueeze(1);
+  torch::Tensor out = torch::zeros_like(tokens).index_add(0, token, routed * weight);
+  if (shared) out = out + shared(tokens);
+  if (!in_recomputation()) {
+    kept_counts_ += counts.cpu();
+    load_counts_ += torch::bincount(flat, {}, moe_.num_experts).cpu();
+  }
+  const double scale = aux_loss_scale_;
+  out = with_backward(
+      out.detach(), {out, r.aux_loss},
+      [scale](const torch::Tensor& grad) {
+        return std::vector<torch::Tensor>{
+            grad, torch::full({}, scale, grad.options().dtype(torch::kFloat32))};
+      },
+      "MoeAuxLossBackward");
+  return out.view(x.sizes());
+}
+
+}  // namespace dtwin::nn
