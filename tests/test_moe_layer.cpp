@@ -8,12 +8,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "models/nn/moe.hpp"
 #include "models/nn/param_init.hpp"
 #include "models/nn/recompute.hpp"
 #include "models/nn/stage_module.hpp"
+#include "runtime/process_groups.hpp"
 #include "tests/tiny_llama.hpp"
 
 using namespace dtwin;
@@ -257,5 +259,83 @@ TEST_CASE("full recomputation counts a MoE layer's tokens once and gives the sam
       CAPTURE(name);
       CHECK(relative(g, first.at(name)) < 1e-6);
     }
+  }
+}
+
+TEST_CASE(
+    "expert parallelism over 2 members, each with its own microbatch, gives the one-rank losses, "
+    "routing and gradients, and counts the all-to-all bytes it sends",
+    "[torch][moe]") {
+  ModelSpec spec = moe_model(dtwin::Router::Softmax);
+  spec.moe.first_dense_layers = 1;
+  constexpr int kMembers = 2;
+  std::vector<torch::Tensor> ids, targets;
+  for (int m = 0; m < kMembers; ++m) {
+    ids.push_back(test::random_tokens(2, spec.seq_len, spec.vocab_size, 10 + m));
+    targets.push_back(test::random_tokens(2, spec.seq_len, spec.vocab_size, 20 + m));
+  }
+  // One rank, both microbatches, each loss scaled by 1/2 as the executor's backward does.
+  nn::StageModule whole(spec, 0, spec.n_layers, true, true, 5);
+  whole.set_aux_loss_scale(1.0 / kMembers);
+  std::vector<double> losses;
+  std::vector<torch::Tensor> routed;  // tokens per expert of each microbatch, per MoE layer
+  for (int m = 0; m < kMembers; ++m) {
+    const torch::Tensor loss = whole.forward(ids[m], targets[m]);
+    losses.push_back(loss.item<double>());
+    (loss / kMembers).backward();
+    std::vector<torch::Tensor> counts;
+    for (auto& [layer, moe] : whole.moe_layers()) {
+      counts.push_back(moe->tokens_per_expert().clone());
+      moe->reset_counts();
+    }
+    routed.push_back(torch::stack(counts));
+  }
+  const auto grads = test::snapshot(whole, true);
+  double largest = 0;
+  for (const auto& [name, g] : grads) largest = std::max(largest, g.abs().max().item<double>());
+
+  std::mutex mutex;
+  std::vector<std::pair<std::string, bool>> ok;
+  rt::run_as_thread_group(kMembers, "ep", [&](int rank, const auto& backend) {
+    torch::set_num_threads(1);
+    nn::ExpertParallelGroup ep{backend, rank, kMembers};
+    nn::StageModule member(spec, 0, spec.n_layers, true, true, 5, torch::kCPU, torch::kFloat32,
+                           Recompute::None, {}, {}, ep);
+    const torch::Tensor loss = member.forward(ids[rank], targets[rank]);
+    loss.backward();
+    // Dense gradients averaged over the members (they are data-parallel replicas); the experts'
+    // summed over the expert data-parallel group (here the member alone) and divided likewise.
+    for (const torch::Tensor& p : member.expert_parameters(false)) {
+      std::vector<torch::Tensor> g{p.grad()};
+      backend->allreduce(g)->wait();
+      p.grad().div_(kMembers);
+    }
+    for (const torch::Tensor& p : member.expert_parameters()) p.grad().div_(kMembers);
+    std::vector<torch::Tensor> counts;
+    for (const auto& [layer, moe] : member.moe_layers()) counts.push_back(moe->tokens_per_expert());
+    const torch::Tensor mine = torch::stack(counts);  // [layers, E]
+    // The forward's dispatch sends the copies bound for the other member's 2 experts, its combine
+    // returns the other member's copies computed here; the backward sends both again as
+    // gradients. 16 floats a row.
+    const int64_t out = mine.narrow(1, (1 - rank) * 2, 2).sum().item<int64_t>();
+    const int64_t back = routed[1 - rank].narrow(1, rank * 2, 2).sum().item<int64_t>();
+    const std::lock_guard<std::mutex> lock(mutex);
+    ok.emplace_back("loss", std::abs(loss.item<double>() - losses[rank]) <= 1e-5 * losses[rank]);
+    ok.emplace_back("routing", torch::equal(mine, routed[rank]));
+    ok.emplace_back("bytes",
+                    member.expert_parallel().bytes_sent->load() == 2 * (out + back) * kD * 4);
+    for (const auto& item : member.named_parameters()) {
+      const std::optional<int> dim = nn::expert_parallel_dim(item.key());
+      const torch::Tensor& want = grads.at(item.key());
+      const int64_t n = dim ? item.value().size(0) : 0;
+      const torch::Tensor slice = dim ? want.narrow(0, rank * n, n) : want;
+      ok.emplace_back(item.key(),
+                      (item.value().grad() - slice).abs().max().item<double>() <= 1e-6 * largest);
+    }
+  });
+  REQUIRE(ok.size() == kMembers * (3 + grads.size()));
+  for (const auto& [what, equal] : ok) {
+    CAPTURE(what);
+    CHECK(equal);
   }
 }

@@ -16,8 +16,8 @@ namespace dtwin::nn {
 /// x + attn(attn_norm(x)), then h + mlp(mlp_norm(h)), RMSNorm epsilon `eps`. Submodules
 /// attn_norm, attn, mlp_norm and "mlp": the dense SwiGLU (FeedForward), or from layer
 /// moe.first_dense_layers on in a model with experts the MoE feed-forward (MoeFeedForward, one
-/// rank holding every expert; the caller refuses tp > 1 with experts). `recompute_core` as
-/// AttentionImpl's. With a tensor-parallel
+/// rank holding its expert-parallel group `ep`'s share of the experts; the caller refuses tp > 1
+/// with experts). `recompute_core` as AttentionImpl's. With a tensor-parallel
 /// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
 /// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
 /// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
@@ -25,7 +25,7 @@ class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const ModelSpec& spec, int layer, double eps,
                    const torch::TensorOptions& options, bool recompute_core = false,
-                   TensorParallelGroup tp = {});
+                   TensorParallelGroup tp = {}, ExpertParallelGroup ep = {});
   /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
   /// shape of x.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/nn/autograd_node.hpp"
@@ -109,11 +110,16 @@ torch::Tensor GroupedExpertsImpl::forward(const torch::Tensor& x, const torch::T
   return outputs.empty() ? x * 0 : torch::cat(outputs, 0);
 }
 
-MoeFeedForwardImpl::MoeFeedForwardImpl(const ModelSpec& spec, const torch::TensorOptions& options)
-    : moe_(spec.moe) {
+MoeFeedForwardImpl::MoeFeedForwardImpl(const ModelSpec& spec, const torch::TensorOptions& options,
+                                       ExpertParallelGroup ep)
+    : moe_(spec.moe), ep_(std::move(ep)) {
+  if (ep_.size < 1 || moe_.num_experts % ep_.size != 0)
+    throw std::invalid_argument("MoeFeedForward: " + std::to_string(ep_.size) +
+                                " expert-parallel members do not split " +
+                                std::to_string(moe_.num_experts) + " experts evenly");
   router = register_module("router", Router(spec.d_model, moe_, options));
-  experts = register_module(
-      "experts", GroupedExperts(moe_.num_experts, spec.d_model, moe_.expert_ffn_hidden, options));
+  experts = register_module("experts", GroupedExperts(moe_.num_experts / ep_.size, spec.d_model,
+                                                      moe_.expert_ffn_hidden, options));
   if (moe_.shared_expert_ffn_hidden > 0)
     shared = register_module("shared",
                              FeedForward(spec.d_model, moe_.shared_expert_ffn_hidden, options));
@@ -135,7 +141,7 @@ torch::Tensor MoeFeedForwardImpl::forward(const torch::Tensor& x) {
   const torch::Tensor order = copies.index_select(0, torch::argsort(chosen, true, 0));
   const torch::Tensor token = order.div(k, "floor");  // each permuted copy's token
   const torch::Tensor counts = torch::bincount(chosen, {}, moe_.num_experts);
-  const torch::Tensor routed = experts(tokens.index_select(0, token), counts);  // [N, d]
+  const torch::Tensor routed = run_experts(tokens.index_select(0, token), counts);  // [N, d]
   const torch::Tensor weight =
       r.weights.reshape({-1}).index_select(0, order).to(x.scalar_type()).unsqueeze(1);
   torch::Tensor out = torch::zeros_like(tokens).index_add(0, token, routed * weight);
@@ -153,6 +159,40 @@ torch::Tensor MoeFeedForwardImpl::forward(const torch::Tensor& x) {
       },
       "MoeAuxLossBackward");
   return out.view(x.sizes());
+}
+
+torch::Tensor MoeFeedForwardImpl::run_experts(const torch::Tensor& xs,
+                                              const torch::Tensor& counts) {
+  if (ep_.size == 1) return experts(xs, counts);
+  const std::int64_t members = ep_.size, local = moe_.num_experts / members;
+  // sent[j·local + i]: copies for member j's expert i; came[s·local + i]: from member s for mine.
+  const torch::Tensor sent = counts.to(torch::kCPU, torch::kLong).contiguous();
+  const torch::Tensor came =
+      exchange_counts(counts, ep_).to(torch::kCPU, torch::kLong).contiguous();
+  const auto* out_n = sent.data_ptr<std::int64_t>();
+  const auto* in_n = came.data_ptr<std::int64_t>();
+  std::vector<std::int64_t> send(members, 0), recv(members, 0), start(members * local + 1, 0);
+  for (std::int64_t j = 0; j < members; ++j)
+    for (std::int64_t i = 0; i < local; ++i) {
+      send[j] += out_n[j * local + i];
+      recv[j] += in_n[j * local + i];
+      start[j * local + i + 1] = start[j * local + i] + in_n[j * local + i];
+    }
+  // What came, [source][local expert], regrouped to [local expert][source] for the experts.
+  std::vector<std::int64_t> order;
+  order.reserve(start.back());
+  torch::Tensor per_expert = torch::zeros({local}, torch::kLong);
+  for (std::int64_t i = 0; i < local; ++i)
+    for (std::int64_t j = 0; j < members; ++j) {
+      for (std::int64_t r = start[j * local + i]; r < start[j * local + i + 1]; ++r)
+        order.push_back(r);
+      per_expert[i] += in_n[j * local + i];
+    }
+  const torch::Tensor regroup = torch::tensor(order, torch::kLong).to(xs.device());
+  const torch::Tensor arrived = all_to_all_rows(xs, send, recv, ep_);
+  const torch::Tensor computed = experts(arrived.index_select(0, regroup), per_expert);
+  const torch::Tensor back = computed.index_select(0, torch::argsort(regroup));
+  return all_to_all_rows(back, recv, send, ep_);
 }
 
 }  // namespace dtwin::nn

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 
+#include "models/nn/expert_parallel.hpp"
 #include "models/nn/llama_layers.hpp"
 #include "models/spec/scenario.hpp"
 
@@ -81,11 +82,16 @@ class GroupedExpertsImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GroupedExperts);
 
-/// The MoE feed-forward: submodules "router", "experts" (all E of them) and, when
-/// shared_expert_ffn_hidden > 0, "shared" (a FeedForward of that width).
+/// The MoE feed-forward: submodules "router", "experts" (E/ep of them: member ep.rank's of its
+/// expert-parallel group) and, when shared_expert_ffn_hidden > 0, "shared" (a FeedForward of that
+/// width). With ep.size > 1 the permuted token copies go to their experts' members and back
+/// (all_to_all_rows), Megatron-Core's alltoall dispatcher: the counts per expert are exchanged
+/// first, each member regroups what it receives from [source][local expert] to [local
+/// expert][source] order for its grouped experts and back.
 class MoeFeedForwardImpl : public torch::nn::Module {
  public:
-  MoeFeedForwardImpl(const ModelSpec& spec, const torch::TensorOptions& options);
+  MoeFeedForwardImpl(const ModelSpec& spec, const torch::TensorOptions& options,
+                     ExpertParallelGroup ep = {});
   /// x [b, s, d] -> [b, s, d]: Σ over each token's kept copies of weight · expert(x), plus the
   /// shared expert's output; the auxiliary loss's gradient is injected into the backward. Adds
   /// this forward's copies per expert (kept ones) to tokens_per_expert() and its routed copies
@@ -93,9 +99,11 @@ class MoeFeedForwardImpl : public torch::nn::Module {
   /// (in_recomputation()).
   torch::Tensor forward(const torch::Tensor& x);
 
+  const ExpertParallelGroup& expert_parallel() const { return ep_; }
   /// The factor the auxiliary loss's gradient is scaled by beside α (the stage loss's: 1/m).
   void set_aux_loss_scale(double scale) { aux_loss_scale_ = scale; }
-  /// Kept token copies per expert since the last reset_counts(), int64 [E] on the CPU.
+  /// Kept token copies of this rank's tokens per expert (all E, wherever computed) since the last
+  /// reset_counts(), int64 [E] on the CPU.
   const torch::Tensor& tokens_per_expert() const { return kept_counts_; }
   /// Routed token copies per expert (before the capacity drops them) since the last
   /// reset_counts(), int64 [E] on the CPU: the load the sigmoid router's bias balances.
@@ -108,7 +116,12 @@ class MoeFeedForwardImpl : public torch::nn::Module {
   FeedForward shared{nullptr};
 
  private:
+  /// The routed experts on the permuted copies xs [N, d] with `counts` int64 [E] per expert:
+  /// computed here, or dispatched to their members and combined back. -> [N, d].
+  torch::Tensor run_experts(const torch::Tensor& xs, const torch::Tensor& counts);
+
   MoeSpec moe_;
+  ExpertParallelGroup ep_;
   double aux_loss_scale_ = 1;
   torch::Tensor kept_counts_, load_counts_;
 };

@@ -43,8 +43,13 @@ std::optional<int> tensor_parallel_dim(std::string_view name) {
   return 0;
 }
 
+std::optional<int> expert_parallel_dim(std::string_view name) {
+  if (name.find(".experts.") != std::string_view::npos) return 0;
+  return std::nullopt;
+}
+
 void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers, int tp_rank,
-                     int tp_size) {
+                     int tp_size, int ep_rank, int ep_size) {
   torch::NoGradGuard no_grad;
   for (const auto& item : module.named_parameters()) {
     torch::Tensor parameter = item.value();
@@ -54,12 +59,14 @@ void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers
       continue;
     }
     at::Generator generator = at::detail::createCPUGenerator(parameter_seed(seed, item.key()));
-    const std::optional<int> dim = tensor_parallel_dim(item.key());
+    const std::optional<int> expert_dim = expert_parallel_dim(item.key());
+    const std::optional<int> dim = expert_dim ? expert_dim : tensor_parallel_dim(item.key());
+    const int rank = expert_dim ? ep_rank : tp_rank, size = expert_dim ? ep_size : tp_size;
     std::vector<int64_t> whole = parameter.sizes().vec();
-    if (dim) whole[*dim] *= tp_size;
+    if (dim) whole[*dim] *= size;
     torch::Tensor values = torch::empty(whole, torch::kFloat32);
     values.normal_(0.0, *stddev, generator);
-    if (dim) values = values.narrow(*dim, tp_rank * parameter.size(*dim), parameter.size(*dim));
+    if (dim) values = values.narrow(*dim, rank * parameter.size(*dim), parameter.size(*dim));
     parameter.copy_(values);
   }
 }

@@ -33,13 +33,19 @@ std::optional<double> parameter_init_std(std::string_view name, int n_layers);
 /// for the row-parallel wo and w2, nullopt for the norm weights, which every member holds whole.
 std::optional<int> tensor_parallel_dim(std::string_view name);
 
+/// The dimension along which expert parallelism splits the parameter `name`: 0 (experts) for the
+/// routed experts' grouped weights ("….experts.w1", "w2", "w3"), nullopt for every other one.
+std::optional<int> expert_parallel_dim(std::string_view name);
+
 /// Initialises every parameter of `module` in place (under no-grad) from its registered name
 /// (Module::named_parameters(), which must be the global names) with parameter_init_std() and a
 /// generator seeded with parameter_seed(seed, name). With `tp_size` > 1 the module holds member
 /// `tp_rank`'s shards: each split parameter (tensor_parallel_dim) is drawn at its whole size,
 /// tp_size times its shard along that dimension, and the member keeps slice tp_rank, so the shards
-/// of all members put together equal the unsplit model's parameter.
+/// of all members put together equal the unsplit model's parameter. The routed experts' weights
+/// (expert_parallel_dim) are split the same way over `ep_size` expert-parallel members instead,
+/// member `ep_rank` keeping its experts.
 void init_parameters(torch::nn::Module& module, std::uint64_t seed, int n_layers, int tp_rank = 0,
-                     int tp_size = 1);
+                     int tp_size = 1, int ep_rank = 0, int ep_size = 1);
 
 }  // namespace dtwin::nn

@@ -49,7 +49,7 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
 StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
                          bool has_head, std::uint64_t seed, torch::Device device,
                          torch::ScalarType dtype, Recompute recompute, TensorParallelGroup tp,
-                         std::optional<torch::ScalarType> compute)
+                         std::optional<torch::ScalarType> compute, ExpertParallelGroup ep)
     : spec_(spec),
       first_layer_(first_layer),
       num_layers_(num_layers),
@@ -57,15 +57,22 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
       has_head_(has_head),
       recompute_(recompute),
       tp_(std::move(tp)),
+      ep_(std::move(ep)),
       compute_(compute.value_or(dtype)) {
   check_spec(spec, first_layer, num_layers, tp_);
+  if (ep_.size > 1 && (!spec.moe.enabled() || spec.moe.num_experts % ep_.size != 0))
+    throw std::invalid_argument("dtwin::nn::StageModule: expert parallelism over " +
+                                std::to_string(ep_.size) +
+                                " members needs a mixture of experts whose experts it divides");
+  ep_.collective_ns = tp_.collective_ns;  // a pass's inner communication is one figure
+  ep_.helper_cpu_ns = tp_.helper_cpu_ns;
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   const std::int64_t vocab_shard = spec.vocab_size / tp_.size;
   if (has_embedding)
     embed_ = register_module("embed", TokenEmbedding(vocab_shard, spec.d_model, options));
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
-    DecoderLayer layer(spec, i, kNormEps, options, recompute == Recompute::Selective, tp_);
+    DecoderLayer layer(spec, i, kNormEps, options, recompute == Recompute::Selective, tp_, ep_);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }
@@ -73,16 +80,23 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
     norm_ = register_module("norm", RMSNorm(spec.d_model, kNormEps, options));
     head_ = register_module("head", SplitLinear(spec.d_model, vocab_shard, options));
   }
-  init_parameters(*this, seed, spec.n_layers, tp_.rank, tp_.size);
+  init_parameters(*this, seed, spec.n_layers, tp_.rank, tp_.size, ep_.rank, ep_.size);
   for (const auto& module : modules(/*include_self=*/false))
     if (auto* linear = module->as<SplitLinearImpl>()) linear->slot = slot_;
 }
 
 StageModule::StageModule(const Scenario& scenario, const StageLayers& stage, torch::Device device,
-                         torch::ScalarType dtype, TensorParallelGroup tp)
+                         torch::ScalarType dtype, TensorParallelGroup tp, ExpertParallelGroup ep)
     : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
                   stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
-                  std::move(tp), dtype_of(scenario.training.precision)) {}
+                  std::move(tp), dtype_of(scenario.training.precision), std::move(ep)) {}
+
+std::vector<torch::Tensor> StageModule::expert_parameters(bool experts) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& item : named_parameters())
+    if (expert_parallel_dim(item.key()).has_value() == experts) out.push_back(item.value());
+  return out;
+}
 
 std::vector<torch::Tensor> StageModule::replicated_parameters() const {
   std::vector<torch::Tensor> replicated;

@@ -71,18 +71,21 @@ class StageModule : public torch::nn::Module {
   /// dividing n_heads, an odd head size
   /// or a layer range outside [0, n_layers). `tp` (size 1: none) makes it member tp.rank's
   /// shards; throws std::invalid_argument unless tp.size divides n_heads, n_kv_heads, ffn_hidden
-  /// and vocab_size, and under sequence parallelism seq_len.
+  /// and vocab_size, and under sequence parallelism seq_len. `ep` (size 1: none) makes it hold
+  /// member ep.rank's experts of each MoE layer; throws std::invalid_argument unless the model
+  /// has experts that ep.size divides.
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
-              TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {});
+              TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {},
+              ExpertParallelGroup ep = {});
   /// The stage `stage` of the scenario's StagePartition: scenario.model,
   /// scenario.training.seed and scenario.layout.recompute, computing at
   /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
   /// the parameters' dtype are the caller's choice (runtime.device is not read here).
   StageModule(const Scenario& scenario, const StageLayers& stage,
               torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kFloat32,
-              TensorParallelGroup tp = {});
+              TensorParallelGroup tp = {}, ExpertParallelGroup ep = {});
 
   /// The stage's forward.
   ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
@@ -100,6 +103,13 @@ class StageModule : public torch::nn::Module {
   bool has_embedding() const { return has_embedding_; }
   bool has_head() const { return has_head_; }
   const TensorParallelGroup& tensor_parallel() const { return tp_; }
+  /// The expert-parallel group; its all-to-alls count into tensor_parallel()'s collective
+  /// counters, the communication inside the stage's passes.
+  const ExpertParallelGroup& expert_parallel() const { return ep_; }
+  /// The routed experts' parameters (`experts` true; expert_parallel_dim), which each member of
+  /// the expert-parallel group holds for its own experts and which are reduced over the expert
+  /// data-parallel group, or all the others (false), reduced over the data-parallel group.
+  std::vector<torch::Tensor> expert_parameters(bool experts = true) const;
   /// The dtype of the hidden states and of the split layers' products (the constructor's
   /// `compute`, by default the parameters' dtype).
   torch::ScalarType compute_dtype() const { return compute_; }
@@ -124,6 +134,7 @@ class StageModule : public torch::nn::Module {
   bool has_head_;
   Recompute recompute_;
   TensorParallelGroup tp_;
+  ExpertParallelGroup ep_;
   torch::ScalarType compute_;
   std::shared_ptr<StashSlot> slot_ = std::make_shared<StashSlot>();
   TokenEmbedding embed_{nullptr};

@@ -1,26 +1,10 @@
 #include "models/nn/tensor_parallel.hpp"
 
-#include <chrono>
-#include <cmath>
-
-#include "base/cpu_clock.hpp"
 #include "models/nn/autograd_node.hpp"
+#include "models/nn/timed_collective.hpp"
 
 namespace dtwin::nn {
 namespace {
-
-// Runs `collective` (posts a collective over `tp` and returns its work), waits for it and adds
-// the wall time to the group's collective_ns, the other threads' CPU time to its helper_cpu_ns.
-template <typename Post>
-void timed_collective(const TensorParallelGroup& tp, Post&& collective) {
-  const double helper_start = other_threads_cpu_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  collective()->wait();
-  *tp.collective_ns +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count();
-  *tp.helper_cpu_ns += std::llround((other_threads_cpu_seconds() - helper_start) * 1e9);
-}
 
 // Sums `t` over the group in place (an all-reduce of its contiguous storage) and returns it.
 torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
@@ -29,7 +13,8 @@ torch::Tensor all_reduce(torch::Tensor t, const TensorParallelGroup& tp,
   std::vector<torch::Tensor> buffers{t};
   c10d::AllreduceOptions options;
   options.reduceOp = op;
-  timed_collective(tp, [&] { return tp.backend->allreduce(buffers, options); });
+  timed_collective(tp.collective_ns, tp.helper_cpu_ns,
+                   [&] { return tp.backend->allreduce(buffers, options); });
   return t;
 }
 
@@ -40,7 +25,8 @@ torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallelGroup&
   std::vector<int64_t> sizes = shard.sizes().vec();
   sizes[0] *= tp.size;
   torch::Tensor whole = torch::empty(sizes, shard.options());
-  timed_collective(tp, [&] { return tp.backend->_allgather_base(whole, shard); });
+  timed_collective(tp.collective_ns, tp.helper_cpu_ns,
+                   [&] { return tp.backend->_allgather_base(whole, shard); });
   return whole.transpose(0, 1).contiguous();
 }
 
@@ -52,7 +38,8 @@ torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParall
   std::vector<int64_t> sizes = whole.sizes().vec();
   sizes[0] /= tp.size;
   torch::Tensor shard = torch::empty(sizes, whole.options());
-  timed_collective(tp, [&] { return tp.backend->_reduce_scatter_base(shard, whole); });
+  timed_collective(tp.collective_ns, tp.helper_cpu_ns,
+                   [&] { return tp.backend->_reduce_scatter_base(shard, whole); });
   return shard.transpose(0, 1).contiguous();
 }
 
