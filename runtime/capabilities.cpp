@@ -29,8 +29,14 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
       {m.kv_heads() % l.tp == 0, "model.n_kv_heads",
        "a multiple of layout.tp (each tensor-parallel member holds its own key/value heads; "
        "replicating a head on several members, tp > n_kv_heads, is simulated only)"},
-      {!m.moe.enabled() || l.ep == 1, "layout.ep",
-       "1 (the runtime holds every expert on each rank; expert parallelism is simulated only)"},
+      {l.ep == 1 || (l.zero == 0 && !l.overlap_grad_reduce), "layout.ep",
+       "1 with layout.zero or layout.overlap_grad_reduce (the runtime reduces expert gradients "
+       "apart from the dense ones only in the ALLREDUCE step; sharded or bucketed, simulated "
+       "only)"},
+      {l.ep == 1 || l.dp_sync != sched::DpSync::WeightAverage, "layout.dp_sync",
+       "allreduce or gather-scatter with layout.ep > 1 (averaging weights would mix experts)"},
+      {l.ep == 1 || l.etp <= 1, "layout.etp",
+       "1 or absent (expert tensor parallelism is simulated only)"},
       {!m.moe.enabled() || l.tp == 1, "layout.tp",
        "1 with model.moe (the runtime's experts are not split by tensor parallelism)"},
       {l.cp == 1, "layout.cp",

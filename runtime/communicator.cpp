@@ -23,7 +23,7 @@ std::string join(const std::vector<int>& ranks) {
 }  // namespace
 
 Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend,
-                           double timeout_s, torch::Device device)
+                           double timeout_s, torch::Device device, int ep)
     : rank_(env.rank), world_size_(env.world_size), device_(device) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
   hosts_store_ = server;
@@ -60,6 +60,15 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
     if (layout.tp > 1)
       tensor_parallel_ = make_group(backend, store_, "tp/" + std::to_string(rank), tp_index,
                                     layout.tp, timeout_s, bind);
+    const std::string pipeline_rank = std::to_string(stage_rank) + "/";
+    if (ep > 1)
+      expert_parallel_ =
+          make_group(backend, store_, "ep/" + pipeline_rank + std::to_string(replica / ep),
+                     replica % ep, ep, timeout_s, bind);
+    if (ep > 1 && layout.dp > ep)
+      expert_data_parallel_ =
+          make_group(backend, store_, "edp/" + pipeline_rank + std::to_string(replica % ep),
+                     replica / ep, layout.dp / ep, timeout_s, bind);
   } catch (const std::exception& error) {
     report_lost("the rendezvous", {}, error_text(error));
   }

@@ -29,9 +29,13 @@ class Communicator {
   /// tensors through host copies). env.rank is the process rank (sched::Layout::process). Every
   /// wait gives up after `timeout_s` seconds. Throws std::runtime_error when the store cannot be
   /// hosted or reached, and RankLost naming the ranks that never joined when a group cannot be
-  /// formed; the heartbeat thread is stopped and joined on every path.
+  /// formed; the heartbeat thread is stopped and joined on every path. With `ep` > 1 (expert
+  /// parallelism folded over the data-parallel indices, layout.tp 1) also the expert-parallel
+  /// group (the ep processes of its pipeline rank whose DP indices share dp_index / ep, indexed
+  /// by dp_index mod ep) and, when dp > ep, the expert data-parallel group (those sharing
+  /// dp_index mod ep, indexed by dp_index / ep).
   Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s,
-               torch::Device device = torch::kCPU);
+               torch::Device device = torch::kCPU, int ep = 1);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -57,6 +61,12 @@ class Communicator {
   /// The tensor-parallel group; null when layout.tp is 1.
   const c10::intrusive_ptr<c10d::Backend>& tensor_parallel() const { return tensor_parallel_; }
   c10d::Store& store() { return *store_; }
+  /// The expert-parallel group; null when ep is 1.
+  const c10::intrusive_ptr<c10d::Backend>& expert_parallel() const { return expert_parallel_; }
+  /// The expert data-parallel group; null when dp / ep is 1.
+  const c10::intrusive_ptr<c10d::Backend>& expert_data_parallel() const {
+    return expert_data_parallel_;
+  }
 
   /// The ranks among `candidates` whose heartbeat stopped (no beat for 2 s), waiting up to 3 s
   /// for one to go stale. Empty if all are alive.
@@ -102,6 +112,8 @@ class Communicator {
   std::vector<c10::intrusive_ptr<c10d::Backend>> pipeline_channels_;
   c10::intrusive_ptr<c10d::Backend> data_parallel_;
   c10::intrusive_ptr<c10d::Backend> tensor_parallel_;
+  c10::intrusive_ptr<c10d::Backend> expert_parallel_;
+  c10::intrusive_ptr<c10d::Backend> expert_data_parallel_;
   std::jthread heartbeat_;  // last: stopped and joined first, also when the constructor throws
 };
 

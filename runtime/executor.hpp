@@ -81,6 +81,9 @@ class Executor {
   void send(const sched::Action& a);
   void receive(const sched::Action& a);
   void dp_sync(const sched::Action& a);
+  /// Under expert parallelism, in a's ALLREDUCE: sums the routed experts' gradients over the
+  /// expert data-parallel group and divides them by dp.
+  void reduce_expert_gradients(const sched::Action& a);
   /// ALLREDUCE or REDUCE_GRAD under overlap_grad_reduce: waits for a's stage's buckets.
   void finish_buckets(const sched::Action& a);
   /// Arms a's stage's buckets when `index` is its last B or W (all-reducing on the DP group,

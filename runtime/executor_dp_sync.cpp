@@ -17,8 +17,12 @@ void Executor::dp_sync(const sched::Action& a) {
     return;
   }
   const double begin = clock_.now();
+  // Under expert parallelism each member holds other experts: only the dense parameters are
+  // reduced over the data-parallel group (reduce_expert_gradients reduces the rest).
+  const nn::StageModule& module = *stages_.at(a.stage).module;
+  const bool experts_apart = scenario_.layout.ep > 1;
   const std::vector<torch::Tensor> tensors =
-      sync_tensors(stages_.at(a.stage).module->parameters(), weights);
+      sync_tensors(experts_apart ? module.expert_parameters(false) : module.parameters(), weights);
   torch::Tensor flat = flatten_with_slots(tensors, dp);
   const int64_t numel = flat.numel() - dp;
   const double start = clock_.now();
@@ -55,6 +59,7 @@ void Executor::dp_sync(const sched::Action& a) {
   }
   const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
   write_average(flat, dp, tensors);
+  if (experts_apart) reduce_expert_gradients(a);
   // Exposed: the whole action, packing and writing back included, less the wait for a later
   // replica (the simulator runs the packing as the profile's sync_local seconds).
   exposed_ = std::max(0.0, clock_.now() - begin - std::max(0.0, last_arrival - start));
@@ -90,6 +95,23 @@ void Executor::finish_buckets(const sched::Action& a) {
   const double start = clock_.now();
   buckets_.at(a.stage)->finish([&](const auto& work) { wait(work, a, peers); });
   exposed_ = clock_.now() - start;
+}
+
+void Executor::reduce_expert_gradients(const sched::Action& a) {
+  const std::vector<torch::Tensor> grads =
+      sync_tensors(stages_.at(a.stage).module->expert_parameters(), /*weights=*/false);
+  if (grads.empty()) return;
+  torch::Tensor flat = flatten_with_slots(grads, 0);
+  if (const auto& group = comm_.expert_data_parallel()) {
+    const std::vector<int> peers = dp_peers();
+    std::vector<torch::Tensor> buffers{flat};
+    wait(comm_.post(sched::to_string(a), peers, [&] { return group->allreduce(buffers); }), a,
+         peers);
+  }
+  // Summed over the expert data-parallel group, each member's gradient already covering the
+  // microbatches of its whole expert-parallel group: over dp replicas' microbatches in all, as
+  // the dense gradients are averaged (Megatron-Core scales expert gradients by edp/dp alike).
+  copy_slices(flat / schedule_.layout.dp, grads);
 }
 
 }  // namespace dtwin::rt

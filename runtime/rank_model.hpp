@@ -34,11 +34,14 @@ std::size_t model_state_bytes(const StageState& stage);
 /// the scenario's seed so that any layout starts from the same weights, each with an AdamW
 /// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole
 /// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters,
-/// gradients and optimizer state on `device`.
+/// gradients and optimizer state on `device`; with experts, member `ep` of its expert-parallel
+/// group (size 1: every expert here), its MoE layers' auxiliary losses scaled by
+/// 1/layout.microbatches as the executor's backward scales the loss.
 std::map<int, StageState> build_rank_model(const Scenario& scenario,
                                            const StagePartition& partition,
                                            const sched::Layout& layout, int rank,
                                            const nn::TensorParallelGroup& tp = {},
-                                           torch::Device device = torch::kCPU);
+                                           torch::Device device = torch::kCPU,
+                                           const nn::ExpertParallelGroup& ep = {});
 
 }  // namespace dtwin::rt

@@ -127,13 +127,16 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const StagePartition partition(scenario);
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   const torch::Device device = rank_device(scenario.runtime, env);
-  Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device);
+  Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device,
+                    scenario.layout.ep);
   const RunClock clock(comm.origin());
   const int rank = layout.group_of(env.rank), tp_index = layout.tp_index(env.rank);
   const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
                                    scenario.layout.sequence_parallel};
+  const nn::ExpertParallelGroup ep{comm.expert_parallel(),
+                                   layout.dp_index(rank) % scenario.layout.ep, scenario.layout.ep};
   std::map<int, StageState> stages =
-      build_rank_model(scenario, partition, layout, rank, tp, device);
+      build_rank_model(scenario, partition, layout, rank, tp, device, ep);
 
   arm_fault_injection(env.rank);
   const int64_t first_step =

@@ -61,11 +61,20 @@ std::vector<double> per_rank(const std::string& dir, const std::string& file,
   return values;
 }
 
+// The file's bytes, "" when it does not exist.
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 struct Trained {
   std::vector<double> losses;
   std::vector<double> model_states;  ///< measured, bytes per rank
   std::vector<double> comm_s;        ///< measured exposed communication, seconds per rank
   std::vector<double> peak_memory;   ///< measured peak bytes of live tensors per rank
+  std::string tokens_per_expert;     ///< tokens_per_expert.csv ("" for a dense model)
 };
 
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
@@ -78,7 +87,8 @@ Trained train_run(const std::string& name, const std::string& args) {
   REQUIRE(result.exit_code == 0);
   Trained trained{losses(dir), per_rank(dir, "measured.summary.json", "model_state_bytes"),
                   per_rank(dir, "measured.summary.json", "comm_s"),
-                  per_rank(dir, "measured.summary.json", "peak_memory_bytes")};
+                  per_rank(dir, "measured.summary.json", "peak_memory_bytes"),
+                  read_text(dir + "/tokens_per_expert.csv")};
   std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
   return trained;
 }
@@ -310,6 +320,34 @@ TEST_CASE(
     check_equal(train(std::string("moe-recompute-") + router,
                       layout_args(1, 2, 4, "zb-h1") + model + " --set layout.recompute=full"),
                 reference);
+  }
+}
+
+TEST_CASE(
+    "expert parallelism trains the single-rank model: ep=2 over dp=2, dp=4 x ep=2 (experts "
+    "reduced over 2 replicas), pp=2 x dp=2 x ep=2 with ZB-H1, with capacity and dropless",
+    "[threads]") {
+  const std::string moe =
+      " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set model.moe.expert_ffn_hidden=64"
+      " --set model.moe.shared_expert_ffn_hidden=32 --set model.moe.first_dense_layers=1"
+      " --set layout.ep=2";
+  for (const std::string capacity : {"", "1.0"}) {  // dropless; GShard's capacity, copies dropped
+    CAPTURE(capacity);
+    const std::string model =
+        moe + (capacity.empty() ? "" : " --set model.moe.capacity_factor=" + capacity);
+    const std::string one = layout_args(1, 1, 8, "1f1b") + model + " --set layout.ep=1";
+    const Trained reference = train_run("ep-single-" + capacity, one);
+    REQUIRE(!reference.tokens_per_expert.empty());
+    for (const auto& [name, layout] :
+         {std::pair<std::string, std::string>{"ep2-dp2-", layout_args(2, 1, 4, "1f1b")},
+          {"ep2-dp4-", layout_args(4, 1, 2, "1f1b")},
+          {"ep2-dp2-pp2-", layout_args(2, 2, 4, "zb-h1")}}) {
+      CAPTURE(name);
+      const Trained trained = train_run(name + capacity, layout + model);
+      check_equal(trained.losses, reference.losses);
+      // The same copies computed by every expert, each step and layer.
+      CHECK(trained.tokens_per_expert == reference.tokens_per_expert);
+    }
   }
 }
 
