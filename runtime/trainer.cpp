@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +41,14 @@ double global_loss(Communicator& comm, const Executor::StepResult& result) {
   comm.wait(comm.post(what, {}, [&] { return comm.world().allreduce(sums); }), what, {});
   const torch::Tensor total = sums[0].cpu();  // on a GPU: after the reduction ran
   return total[0].item<double>() / total[1].item<double>();
+}
+
+// The mean of per-step values, the first (warm-up) step left out when there are more, as the
+// measured summary's times are (trace::summarize_steps).
+double mean_step_value(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  const auto first = values.begin() + (values.size() > 1 ? 1 : 0);
+  return std::accumulate(first, values.end(), 0.0) / static_cast<double>(values.end() - first);
 }
 
 class Progress {
@@ -153,10 +162,13 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   Executor executor(scenario, partition, schedule, env.rank, stages, comm, data, clock);
   std::vector<trace::TimedAction> events;
   std::vector<ExpertCount> expert_rows;  // replica 0's first tensor-parallel member's
+  std::vector<double> all_to_all_bytes;  // sent to the other expert-parallel members, per step
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
+    const std::int64_t sent_before = ep.bytes_sent->load();
     Executor::StepResult result = executor.run_step(step);
+    all_to_all_bytes.push_back(static_cast<double>(ep.bytes_sent->load() - sent_before));
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
     // Every rank starts a step after the previous one's loss reduction and ends it with this
@@ -179,6 +191,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   nlohmann::json mine = {{"peak_memory_bytes", peak_memory_bytes(scenario.runtime.device)},
                          {"model_state_bytes", executor.peak_model_state_bytes()},
                          {"tokens_per_expert", to_json(expert_rows)},
+                         {"all_to_all_bytes", mean_step_value(all_to_all_bytes)},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);

@@ -94,8 +94,8 @@ TEST_CASE("compare: a trace against itself has no error") {
   CHECK(c.top_actions.size() == 10);
   for (const auto& a : c.top_actions) CHECK(std::abs(a.duration_s.error()) < 1e-9);
   REQUIRE(c.memory.size() == 3);
-  CHECK(c.memory[1].peak_bytes.measured == 1e8);
-  CHECK(c.memory[1].peak_bytes.relative_error() == 0);
+  CHECK(c.memory[1].bytes.measured == 1e8);
+  CHECK(c.memory[1].bytes.relative_error() == 0);
   CHECK(dtwin::trace::explaining_kinds(c).empty());
 }
 

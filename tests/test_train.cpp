@@ -51,13 +51,15 @@ std::string layout_args(int dp, int pp, int m, const std::string& schedule, int 
          " --set cluster.ranks_per_device=" + std::to_string(dp * pp * tp);
 }
 
-// `key` of every rank in DIR/FILE (measured.summary.json or predicted.summary.json).
+// `key` of every rank in DIR/FILE (measured.summary.json or predicted.summary.json); 0 where
+// an `optional` key is absent (a summary leaves out all_to_all_bytes of 0).
 std::vector<double> per_rank(const std::string& dir, const std::string& file,
-                             const std::string& key) {
+                             const std::string& key, bool optional = false) {
   std::ifstream in(dir + "/" + file);
   const nlohmann::json summary = nlohmann::json::parse(in);
   std::vector<double> values;
-  for (const auto& rank : summary.at("ranks")) values.push_back(rank.at(key));
+  for (const auto& rank : summary.at("ranks"))
+    values.push_back(optional ? rank.value(key, 0.0) : rank.at(key).get<double>());
   return values;
 }
 
@@ -75,6 +77,7 @@ struct Trained {
   std::vector<double> comm_s;        ///< measured exposed communication, seconds per rank
   std::vector<double> peak_memory;   ///< measured peak bytes of live tensors per rank
   std::string tokens_per_expert;     ///< tokens_per_expert.csv ("" for a dense model)
+  std::vector<double> all_to_all;    ///< measured all-to-all bytes per step per rank
 };
 
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
@@ -85,10 +88,12 @@ Trained train_run(const std::string& name, const std::string& args) {
   const auto result = run_dtwin("train " + kQuickstart + kSmall + args + " -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  Trained trained{losses(dir), per_rank(dir, "measured.summary.json", "model_state_bytes"),
+  Trained trained{losses(dir),
+                  per_rank(dir, "measured.summary.json", "model_state_bytes"),
                   per_rank(dir, "measured.summary.json", "comm_s"),
                   per_rank(dir, "measured.summary.json", "peak_memory_bytes"),
-                  read_text(dir + "/tokens_per_expert.csv")};
+                  read_text(dir + "/tokens_per_expert.csv"),
+                  per_rank(dir, "measured.summary.json", "all_to_all_bytes", true)};
   std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
   return trained;
 }
@@ -97,13 +102,14 @@ std::vector<double> train(const std::string& name, const std::string& args) {
   return train_run(name, args).losses;
 }
 
-// The simulator's model_state_bytes per rank for the same scenario.
-std::vector<double> predicted_model_states(const std::string& name, const std::string& args) {
+// The simulator's `key` per rank (model_state_bytes by default) for the same scenario.
+std::vector<double> predicted_per_rank(const std::string& name, const std::string& args,
+                                       const std::string& key = "model_state_bytes") {
   const std::string dir = "simulate-" + name + "-" + std::to_string(getpid());
   const auto result = run_dtwin("simulate " + kQuickstart + kSmallModel + args + " -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  std::vector<double> bytes = per_rank(dir, "predicted.summary.json", "model_state_bytes");
+  std::vector<double> bytes = per_rank(dir, "predicted.summary.json", key, true);
   std::filesystem::remove_all(dir);
   return bytes;
 }
@@ -228,8 +234,7 @@ TEST_CASE("ZeRO 1, 2 and 3 over dp=2 train the single-rank model, ZeRO 3 with ha
     check_equal(sharded.losses);
     // Measured weights, gradients and AdamW state at the optimizer step are what the
     // simulator's memory model predicts for the same layout.
-    const std::vector<double> predicted =
-        predicted_model_states("zero" + std::to_string(zero), args);
+    const std::vector<double> predicted = predicted_per_rank("zero" + std::to_string(zero), args);
     REQUIRE(predicted.size() == sharded.model_states.size());
     for (size_t r = 0; r < predicted.size(); ++r)
       CHECK(sharded.model_states[r] == Approx(predicted[r]).epsilon(0.1));
@@ -266,7 +271,7 @@ TEST_CASE(
     check_equal(trained.losses);
     // Half the weights, gradients and AdamW state of the single rank's (the norm weights,
     // 0.1% of them, are whole on both members), as the simulator predicts per GPU.
-    const std::vector<double> predicted = predicted_model_states("tp2", args);
+    const std::vector<double> predicted = predicted_per_rank("tp2", args);
     REQUIRE(predicted.size() == trained.model_states.size());
     for (size_t r = 0; r < predicted.size(); ++r) {
       CHECK(trained.model_states[r] == Approx(predicted[r]).epsilon(0.1));
@@ -286,7 +291,7 @@ TEST_CASE(
   const std::string args = layout_args(1, 1, 4, "1f1b", 1, "allreduce", 2) + gqa;
   const Trained trained = train_run("gqa-tp2", args);
   check_equal(trained.losses, reference);
-  const std::vector<double> predicted = predicted_model_states("gqa-tp2", args);
+  const std::vector<double> predicted = predicted_per_rank("gqa-tp2", args);
   REQUIRE(predicted.size() == trained.model_states.size());
   for (size_t r = 0; r < predicted.size(); ++r)
     CHECK(trained.model_states[r] == Approx(predicted[r]).epsilon(0.1));
@@ -348,6 +353,32 @@ TEST_CASE(
       // The same copies computed by every expert, each step and layer.
       CHECK(trained.tokens_per_expert == reference.tokens_per_expert);
     }
+  }
+}
+
+TEST_CASE(
+    "the runtime's all-to-all bytes equal the simulator's padded to capacity and come within "
+    "10% of them dropless") {
+  const std::string moe =
+      " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set model.moe.expert_ffn_hidden=64"
+      " --set layout.ep=2" +
+      layout_args(2, 2, 4, "1f1b");
+  const std::string padded = moe +
+                             " --set model.moe.capacity_factor=1.25"
+                             " --set model.moe.pad_to_capacity=true";
+  const std::vector<double> predicted =
+      predicted_per_rank("a2a-padded", padded, "all_to_all_bytes");
+  const Trained trained = train_run("a2a-padded", padded);
+  REQUIRE(predicted.size() == 4);
+  CHECK(predicted == trained.all_to_all);
+  // 6 MoE layers over 2 stages, 4 microbatches, 4 all-to-alls each of 2 experts · capacity
+  // ceil(1.25·64·2/4) = 40 rows of 64 floats for the other member.
+  CHECK(predicted[0] == 3 * 4 * 4 * 2 * 40 * 64 * 4.0);
+  const std::vector<double> balanced = predicted_per_rank("a2a-dropless", moe, "all_to_all_bytes");
+  const Trained dropless = train_run("a2a-dropless", moe);
+  for (size_t r = 0; r < balanced.size(); ++r) {
+    CAPTURE(r, dropless.all_to_all[r], balanced[r]);
+    CHECK(dropless.all_to_all[r] == Approx(balanced[r]).epsilon(0.10));
   }
 }
 

@@ -253,11 +253,16 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
                    });
   if (c.top_actions.size() > 10) c.top_actions.resize(10);
 
-  if (predicted_summary && measured_summary)
-    for (int r = 0; r < c.world_size; ++r)
-      c.memory.push_back({r,
-                          {predicted_summary->ranks[r].peak_memory_bytes,
-                           measured_summary->ranks[r].peak_memory_bytes}});
+  if (predicted_summary && measured_summary) {
+    bool exchanged = false;
+    for (int r = 0; r < c.world_size; ++r) {
+      const RankSummary &p = predicted_summary->ranks[r], &m = measured_summary->ranks[r];
+      c.memory.push_back({r, {p.peak_memory_bytes, m.peak_memory_bytes}});
+      c.all_to_all.push_back({r, {p.all_to_all_bytes, m.all_to_all_bytes}});
+      exchanged = exchanged || p.all_to_all_bytes > 0 || m.all_to_all_bytes > 0;
+    }
+    if (!exchanged) c.all_to_all.clear();
+  }
   return c;
 }
 

@@ -39,6 +39,8 @@
 //                           the mean over the kept steps
 //   "memory"                [{rank, predicted_bytes, measured_bytes, relative_error}] (only when
 //                           both summaries were given)
+//   "all_to_all"            the same for the MoE all-to-all bytes per step (only when both
+//                           summaries were given and one has any)
 //   "explaining_kinds"      the kinds that explain most of the step-time gap (explain_gap)
 //   "where_the_prediction_misses"  explain_gap's paragraph
 #pragma once
@@ -97,10 +99,10 @@ struct ActionComparison {
   Figure duration_s;   ///< measured: mean over the kept steps
 };
 
-/// One rank's peak memory.
-struct MemoryComparison {
+/// A per-rank byte figure: peak memory, or all-to-all bytes per step.
+struct ByteComparison {
   int rank = 0;
-  Figure peak_bytes;  ///< bytes
+  Figure bytes;
 };
 
 /// Everything compare.json and report.md say; times in seconds (see the top of this header).
@@ -119,7 +121,10 @@ struct Comparison {
   std::vector<RankComparison> ranks;
   std::vector<KindComparison> kinds;          ///< kinds present in the schedule, in enum order
   std::vector<ActionComparison> top_actions;  ///< up to 10, largest |error| first
-  std::vector<MemoryComparison> memory;       ///< empty unless both summaries were given
+  std::vector<ByteComparison> memory;  ///< peak bytes; empty unless both summaries were given
+  /// Bytes per step sent by the MoE all-to-alls (RankSummary::all_to_all_bytes); empty unless
+  /// both summaries were given and one of them has any.
+  std::vector<ByteComparison> all_to_all;
 
   /// Mean over ranks of the compute + exposed communication error. busy_error_s() +
   /// idle_error_s() = step_time_s.error() unless a rank's idle time was clamped at 0.

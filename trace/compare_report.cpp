@@ -196,14 +196,16 @@ std::string to_compare_json(const Comparison& c) {
                    {"error_s", a.duration_s.error()},
                    {"relative_error", relative_json(a.duration_s)}});
   doc["top_actions"] = top;
-  if (!c.memory.empty()) {
-    nlohmann::json memory = nlohmann::json::array();
-    for (const MemoryComparison& m : c.memory)
-      memory.push_back({{"rank", m.rank},
-                        {"predicted_bytes", m.peak_bytes.predicted},
-                        {"measured_bytes", m.peak_bytes.measured},
-                        {"relative_error", relative_json(m.peak_bytes)}});
-    doc["memory"] = memory;
+  for (const auto& [key, figures] :
+       {std::pair{"memory", &c.memory}, {"all_to_all", &c.all_to_all}}) {
+    if (figures->empty()) continue;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const ByteComparison& m : *figures)
+      rows.push_back({{"rank", m.rank},
+                      {"predicted_bytes", m.bytes.predicted},
+                      {"measured_bytes", m.bytes.measured},
+                      {"relative_error", relative_json(m.bytes)}});
+    doc[key] = rows;
   }
   nlohmann::json explaining = nlohmann::json::array();
   for (ActionKind kind : explaining_kinds(c)) explaining.push_back(std::string(kind_name(kind)));
@@ -325,11 +327,20 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
     md += "No summaries were given, so peak memory is not compared.\n";
   } else {
     md += "| rank | predicted | measured | relative error |\n|---:|---:|---:|---:|\n";
-    for (const MemoryComparison& m : c.memory)
+    for (const ByteComparison& m : c.memory)
       md += "| " + std::to_string(m.rank) + " | " +
-            fmt::format("{:.1f}", m.peak_bytes.predicted / (1024.0 * 1024)) + " | " +
-            fmt::format("{:.1f}", m.peak_bytes.measured / (1024.0 * 1024)) + " | " +
-            relative(m.peak_bytes.relative_error()) + " |\n";
+            fmt::format("{:.1f}", m.bytes.predicted / (1024.0 * 1024)) + " | " +
+            fmt::format("{:.1f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
+            relative(m.bytes.relative_error()) + " |\n";
+  }
+  if (!c.all_to_all.empty()) {
+    md += "\n## MoE all-to-all bytes per step (MiB)\n\n";
+    md += "| rank | predicted | measured | relative error |\n|---:|---:|---:|---:|\n";
+    for (const ByteComparison& m : c.all_to_all)
+      md += "| " + std::to_string(m.rank) + " | " +
+            fmt::format("{:.3f}", m.bytes.predicted / (1024.0 * 1024)) + " | " +
+            fmt::format("{:.3f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
+            relative(m.bytes.relative_error()) + " |\n";
   }
 
   md += "\n## Where the prediction misses\n\n" + explain_gap(c) + "\n";

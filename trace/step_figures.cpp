@@ -1,6 +1,7 @@
 #include "trace/step_figures.hpp"
 
 #include "models/cost/memory_budget.hpp"
+#include "models/cost/moe_layer.hpp"
 #include "models/cost/schedule_memory.hpp"
 
 namespace dtwin::trace {
@@ -24,6 +25,23 @@ void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule
   for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {
     summary.ranks[rank].peak_memory_bytes = peak_memory_bytes(schedule, rank, cost);
     summary.ranks[rank].model_state_bytes = model_state_bytes(schedule, rank, cost);
+  }
+}
+
+void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& schedule,
+                               const Scenario& scenario, const CostModel& cost) {
+  const LayoutSpec& l = scenario.layout;
+  if (l.ep == 1) return;
+  const double per_all_to_all = moe_all_to_all_bytes(
+      scenario.model, l, cost.tokens_per_microbatch(), cost.bytes_per_element());
+  const int per_microbatch = l.recompute == Recompute::Full ? 6 : 4;
+  const sched::Layout& layout = schedule.layout;
+  for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {
+    int layers = 0;
+    for (int v = 0; v < layout.virtual_stages; ++v)
+      layers += cost.stage(layout.stage_of(layout.pipeline_rank(rank), v)).moe_layers;
+    summary.ranks[rank].all_to_all_bytes =
+        per_all_to_all * per_microbatch * layers * layout.microbatches;
   }
 }
 

@@ -27,4 +27,11 @@ void fill_step_figures(StepSummary& summary, const Scenario& scenario, const Cos
 void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule,
                            const CostModel& cost);
 
+/// Sets every rank's all_to_all_bytes (bytes per step) under expert parallelism: per MoE layer
+/// on the rank's stages and microbatch, 4 all-to-alls (dispatch and combine in F and in the
+/// backward; 6 with full recomputation, which repeats the forward's) of moe_all_to_all_bytes
+/// each (models/cost/moe_layer.hpp). Nothing with layout.ep 1.
+void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& schedule,
+                               const Scenario& scenario, const CostModel& cost);
+
 }  // namespace dtwin::trace

@@ -294,6 +294,7 @@ std::string to_summary_json(const StepSummary& summary) {
                      {"peak_memory_bytes", rank.peak_memory_bytes},
                      {"model_state_bytes", rank.model_state_bytes},
                      {"memory_ok", rank.memory_ok}});
+    if (rank.all_to_all_bytes > 0) ranks.back()["all_to_all_bytes"] = rank.all_to_all_bytes;
   }
   doc["ranks"] = ranks;
   return doc.dump(2) + "\n";
@@ -331,6 +332,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.peak_memory_bytes = r.at("peak_memory_bytes").get<double>();
       out.model_state_bytes = r.value("model_state_bytes", 0.0);
       out.memory_ok = r.value("memory_ok", true);
+      out.all_to_all_bytes = r.value("all_to_all_bytes", 0.0);
     } catch (const std::exception& error) {
       throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());
     }

@@ -20,6 +20,11 @@ struct RankSummary {
   /// Weights, gradients and optimizer state held at the optimizer step: predicted
   /// (model_state_bytes of models/cost/schedule_memory.hpp), or measured from the tensors.
   double model_state_bytes = 0;
+  /// Bytes per step that one GPU's MoE all-to-alls send to the other members of its
+  /// expert-parallel group (dispatch and combine, forward, backward and a full recomputation's
+  /// forward): predicted (moe_all_to_all_bytes of models/cost/moe_layer.hpp per all-to-all), or
+  /// counted by the runtime (mean over the summarised steps). 0 without expert parallelism.
+  double all_to_all_bytes = 0;
 };
 
 /// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per

@@ -1,5 +1,7 @@
 #include "models/cost/moe_layer.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "models/cost/group_links.hpp"
@@ -26,10 +28,18 @@ double moe_tokens_per_gpu(const LayoutSpec& layout, double tokens_per_microbatch
   return tokens_per_microbatch / layout.tp;
 }
 
+double moe_routed_copies(const ModelSpec& model, const LayoutSpec& layout,
+                         double tokens_per_microbatch) {
+  const MoeSpec& e = model.moe;
+  const double copies = moe_tokens_per_gpu(layout, tokens_per_microbatch) * e.top_k;
+  if (e.pad_to_capacity && e.capacity_factor > 0)
+    return e.num_experts * std::ceil(e.capacity_factor * copies / e.num_experts);
+  return moe_busiest_factor(e) * copies;
+}
+
 double moe_all_to_all_bytes(const ModelSpec& model, const LayoutSpec& layout,
                             double tokens_per_microbatch, double bytes_per_element) {
-  const double routed = moe_busiest_factor(model.moe) *
-                        moe_tokens_per_gpu(layout, tokens_per_microbatch) * model.moe.top_k;
+  const double routed = moe_routed_copies(model, layout, tokens_per_microbatch);
   return routed * model.d_model * bytes_per_element * (layout.ep - 1) / layout.ep;
 }
 
@@ -61,8 +71,7 @@ double moe_active_ffn_params(const ModelSpec& model) {
 
 double moe_expert_tokens(const ModelSpec& model, const LayoutSpec& layout,
                          double tokens_per_microbatch) {
-  return moe_busiest_factor(model.moe) * moe_tokens_per_gpu(layout, tokens_per_microbatch) *
-         model.moe.top_k * layout.expert_tp();
+  return moe_routed_copies(model, layout, tokens_per_microbatch) * layout.expert_tp();
 }
 
 double moe_expert_tp_bytes(const ModelSpec& model, const LayoutSpec& layout,

@@ -39,8 +39,16 @@ double moe_busiest_factor(const MoeSpec& moe);
 /// microbatch.
 double moe_tokens_per_gpu(const LayoutSpec& layout, double tokens_per_microbatch);
 
+/// Token copies a GPU's experts take from its expert-parallel group per microbatch and MoE layer
+/// (before expert tensor parallelism gathers its peers'), the rows each GPU dispatches: ρ·Tg·k,
+/// or with model.moe.pad_to_capacity every expert's input padded to its capacity
+/// C = ceil(c·Tg·k/E) on each source, E·C (fixed; Megatron-Core's
+/// --moe-pad-expert-input-to-capacity).
+double moe_routed_copies(const ModelSpec& model, const LayoutSpec& layout,
+                         double tokens_per_microbatch);
+
 /// Bytes one GPU sends in one all-to-all (a dispatch or a combine) of one MoE layer per
-/// microbatch: ρ·Tg·k·d·e·(ep − 1)/ep.
+/// microbatch: moe_routed_copies·d·e·(ep − 1)/ep, ρ·Tg·k·d·e·(ep − 1)/ep without padding.
 double moe_all_to_all_bytes(const ModelSpec& model, const LayoutSpec& layout,
                             double tokens_per_microbatch, double bytes_per_element);
 
@@ -61,9 +69,9 @@ double moe_ffn_params(const ModelSpec& model);
 double moe_active_ffn_params(const ModelSpec& model);
 
 /// Token copies the busiest GPU's local experts process per microbatch in one MoE layer,
-/// ρ·Tg·k·etp (its expert-tensor-parallel peers' tokens too: each of the etp GPUs computes
-/// 1/etp of every expert's width for all of them); over its E/ep local experts this is the
-/// grouped GEMM's tokens per expert.
+/// moe_routed_copies·etp = ρ·Tg·k·etp without padding (its expert-tensor-parallel peers' tokens
+/// too: each of the etp GPUs computes 1/etp of every expert's width for all of them); over its E/ep
+/// local experts this is the grouped GEMM's tokens per expert.
 double moe_expert_tokens(const ModelSpec& model, const LayoutSpec& layout,
                          double tokens_per_microbatch);
 

@@ -33,6 +33,12 @@ torch::Tensor within_capacity(const torch::Tensor& experts, const torch::Tensor&
 
 }  // namespace
 
+std::int64_t expert_capacity(const MoeSpec& moe, std::int64_t tokens) {
+  return static_cast<std::int64_t>(
+      std::ceil(moe.capacity_factor * static_cast<double>(tokens * moe.top_k) /
+                static_cast<double>(moe.num_experts)));
+}
+
 RouterImpl::RouterImpl(std::int64_t d_model, const MoeSpec& moe,
                        const torch::TensorOptions& options)
     : moe_(moe) {
@@ -64,8 +70,7 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
   r.aux_loss = moe_.aux_loss_coeff * static_cast<double>(e) *
                (routed / static_cast<double>(tokens * k) * probs.mean(0)).sum();
   if (moe_.capacity_factor > 0) {
-    const auto capacity = static_cast<std::int64_t>(
-        std::ceil(moe_.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(e)));
+    const std::int64_t capacity = expert_capacity(moe_, tokens);
     r.kept = within_capacity(flat, r.weights.detach().reshape({-1}), e, capacity).view({tokens, k});
   } else {
     r.kept = torch::ones_like(r.experts, torch::kBool);
@@ -141,7 +146,25 @@ torch::Tensor MoeFeedForwardImpl::forward(const torch::Tensor& x) {
   const torch::Tensor order = copies.index_select(0, torch::argsort(chosen, true, 0));
   const torch::Tensor token = order.div(k, "floor");  // each permuted copy's token
   const torch::Tensor counts = torch::bincount(chosen, {}, moe_.num_experts);
-  const torch::Tensor routed = run_experts(tokens.index_select(0, token), counts);  // [N, d]
+  torch::Tensor routed;  // [N, d]
+  if (moe_.pad_to_capacity) {
+    // Expert i's copies in rows [i·C, i·C + counts[i]) of E·C, the rest zero rows (a zero row
+    // appended to the tokens), whose SwiGLU outputs are zero and are dropped after.
+    const std::int64_t capacity = expert_capacity(moe_, tokens.size(0));
+    const torch::Tensor starts = counts.cumsum(0) - counts;
+    const torch::Tensor expert = flat.index_select(0, order);
+    const torch::Tensor slot = expert * capacity + torch::arange(order.size(0), order.options()) -
+                               starts.index_select(0, expert);
+    const torch::Tensor source =
+        torch::full({moe_.num_experts * capacity}, tokens.size(0), order.options())
+            .index_put_({slot}, token);
+    const torch::Tensor padded = torch::cat({tokens, torch::zeros_like(tokens.narrow(0, 0, 1))});
+    routed = run_experts(padded.index_select(0, source),
+                         torch::full({moe_.num_experts}, capacity, counts.options()))
+                 .index_select(0, slot);
+  } else {
+    routed = run_experts(tokens.index_select(0, token), counts);
+  }
   const torch::Tensor weight =
       r.weights.reshape({-1}).index_select(0, order).to(x.scalar_type()).unsqueeze(1);
   torch::Tensor out = torch::zeros_like(tokens).index_add(0, token, routed * weight);

@@ -16,7 +16,9 @@
 // With a capacity factor c (GShard, Lepikhin et al. 2020) each expert takes at most
 // C = ceil(c·T·k/E) copies of the layer's T tokens, those of the largest routing weights
 // (Megatron-Core's "probs" drop policy); the rest are dropped (they add nothing; the residual
-// carries the token). Dropless by default.
+// carries the token). Dropless by default. With pad_to_capacity every expert's input is padded
+// with zero rows to C (their outputs, zero, are dropped): fixed sizes for the all-to-alls and
+// the expert GEMMs.
 //
 // Auxiliary loss (Switch Transformer, Fedus et al. 2022, eq. 4, with Megatron-Core's top-k
 // normalisation): α·E·Σ_i f_i·P_i, f_i the fraction of the T·k routed copies that chose expert i
@@ -37,6 +39,9 @@
 #include "models/spec/scenario.hpp"
 
 namespace dtwin::nn {
+
+/// GShard's capacity of each expert for `tokens` tokens: ceil(capacity_factor·tokens·top_k/E).
+std::int64_t expert_capacity(const MoeSpec& moe, std::int64_t tokens);
 
 /// One microbatch's routing of T tokens.
 struct Routing {

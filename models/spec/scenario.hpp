@@ -26,6 +26,10 @@ struct MoeSpec {
   /// GShard's capacity factor: an expert takes at most capacity_factor·T·top_k/num_experts
   /// tokens of a microbatch, the rest dropped; 0 = dropless (no cap).
   double capacity_factor = 0;
+  /// With a capacity factor: every expert's input padded to its capacity, so that the
+  /// all-to-alls and expert GEMMs have fixed sizes (Megatron-Core's
+  /// --moe-pad-expert-input-to-capacity).
+  bool pad_to_capacity = false;
   /// A user-given planning factor >= 1: the tokens the busiest expert-parallel rank receives over
   /// the mean, T·top_k/ep. It scales the expert GEMMs and the all-to-alls, which wait for the
   /// busiest rank. 1 = perfectly balanced routing.

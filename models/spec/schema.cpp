@@ -255,6 +255,11 @@ std::vector<FieldSpec> make_fields() {
                                   "--moe-expert-capacity-factor"),
                          "dropless (no capacity)"),
                    &S::model, &M::moe, &E::capacity_factor));
+  f.push_back(bind(flag("model.moe.pad_to_capacity",
+                        "with model.moe.capacity_factor: pad every expert's tokens to its capacity "
+                        "(fixed all-to-all and expert GEMM sizes)",
+                        "--moe-pad-expert-input-to-capacity"),
+                   &S::model, &M::moe, &E::pad_to_capacity));
   f.push_back(bind(quantity("model.moe.load_imbalance", false, Quantity::Count, true,
                             "a planning factor >= 1: tokens the busiest expert-parallel rank "
                             "receives over the mean (1 = balanced routing); scales the expert "

@@ -232,6 +232,10 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
                    fmt::format("model.moe.first_dense_layers ({}) to be less than model.n_layers "
                                "({})",
                                e.first_dense_layers, m.n_layers)});
+  if (e.pad_to_capacity && e.capacity_factor <= 0)
+    out.push_back({{"model.moe.pad_to_capacity", "model.moe.capacity_factor"},
+                   "model.moe.capacity_factor with model.moe.pad_to_capacity (padding to a "
+                   "capacity needs one)"});
   if (e.load_imbalance < 1)
     out.push_back({{"model.moe.load_imbalance"},
                    "at least 1 (the busiest expert-parallel rank's tokens over the mean)"});
