@@ -64,13 +64,18 @@ std::vector<std::string> train_args(const RunOptions& options, const std::string
   return args;
 }
 
-// Draws OUT/timeline.png and OUT/loss.png with plots/ (the project's Python and matplotlib).
+// Draws OUT/timeline.png, OUT/loss.png and, for a mixture of experts, OUT/experts.png with
+// plots/ (the project's Python and matplotlib).
 bool plot(const std::string& dir) {
   std::cout << std::flush;
   bool ok = true;
-  for (const char* script : {"timeline.py", "loss.py"}) {
-    // Across hosts with a pipeline, loss.csv is on the last stage's host.
+  for (const char* script : {"timeline.py", "loss.py", "experts.py"}) {
+    // Across hosts with a pipeline, loss.csv is on the last stage's host; a dense model has no
+    // tokens_per_expert.csv.
     if (std::string(script) == "loss.py" && !std::filesystem::exists(dir + "/loss.csv")) continue;
+    if (std::string(script) == "experts.py" &&
+        !std::filesystem::exists(dir + "/tokens_per_expert.csv"))
+      continue;
     ok &= run_child(
         {DTWIN_PYTHON, shared_folder("plots", DTWIN_SOURCE_DIR "/plots") + "/" + script, dir});
   }
@@ -201,6 +206,7 @@ int run_main_job(const RunOptions& options) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario, schedule);
+  rt::check_profile_supports(scenario);
   rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before the output folder exists
   if (!fits_or_allowed(options, scenario, memory_summary(scenario, schedule)))
     return kExitDoesNotFit;
