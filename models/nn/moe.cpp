@@ -100,8 +100,11 @@ torch::Tensor GroupedExpertsImpl::forward(const torch::Tensor& x, const torch::T
         "GroupedExperts: counts for " + std::to_string(rows.size(0)) + " experts summing to " +
         std::to_string(rows.sum().item<std::int64_t>()) + ", expected " +
         std::to_string(w1.size(0)) + " summing to " + std::to_string(x.size(0)));
+  // unbind, not a[i]: select's backward would allocate a whole [E, ...] gradient per expert,
+  // unbind's stacks the experts' gradients once.
   const auto dtype = x.scalar_type();
-  const torch::Tensor a = w1.to(dtype), b = w3.to(dtype), c = w2.to(dtype);
+  const std::vector<torch::Tensor> a = w1.to(dtype).unbind(0), b = w3.to(dtype).unbind(0),
+                                   c = w2.to(dtype).unbind(0);
   std::vector<torch::Tensor> outputs;
   std::int64_t offset = 0;
   const auto* n = rows.data_ptr<std::int64_t>();
