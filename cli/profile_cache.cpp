@@ -63,12 +63,13 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
                 t.backward * 1e3, t.input_backward * 1e3, t.weight_backward * 1e3,
                 t.optimizer * 1e3, t.sync_local * 1e3, t.variation);
   }
-  if (scenario.layout.tp > 1)
+  if (scenario.layout.tp > 1 || scenario.layout.ep > 1)
     for (size_t s = 0; s < profile.stages.size(); ++s)
       std::printf(
-          "stage %zu: %.2f ms of F and %.2f ms of B or I in tensor-parallel collectives, their "
-          "helper threads %.2f and %.2f ms on the cores\n",
+          "stage %zu: %.2f ms of F and %.2f ms of B or I in %s, their helper threads %.2f and "
+          "%.2f ms on the cores\n",
           s, profile.stages[s].tp_forward * 1e3, profile.stages[s].tp_backward * 1e3,
+          scenario.layout.tp > 1 ? "tensor-parallel collectives" : "expert-parallel all-to-alls",
           profile.stages[s].tp_forward_cpu * 1e3, profile.stages[s].tp_backward_cpu * 1e3);
   std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
               profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),

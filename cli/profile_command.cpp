@@ -22,7 +22,6 @@ namespace {
 int run_profile(const MachineJobOptions& options) {
   const Scenario scenario = options.scenario.load();
   rt::check_runtime_supports(scenario);
-  rt::check_profile_supports(scenario);
   rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before any output folder exists
   const auto env = rt::rank_env_from_environment();
   if (!env) {

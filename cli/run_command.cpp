@@ -206,7 +206,6 @@ int run_main_job(const RunOptions& options) {
   const Scenario scenario = options.scenario.load();
   const sched::Schedule schedule = build_schedule(scenario);
   rt::check_runtime_supports(scenario, schedule);
-  rt::check_profile_supports(scenario);
   rt::corpus_path(options.data_dir);  // a missing corpus exits 2 before the output folder exists
   if (!fits_or_allowed(options, scenario, memory_summary(scenario, schedule)))
     return kExitDoesNotFit;

@@ -90,14 +90,6 @@ void check_runtime_supports(const Scenario& scenario) {
   refuse(scenario, runtime_violations(scenario));
 }
 
-void check_profile_supports(const Scenario& scenario) {
-  if (scenario.layout.ep > 1)
-    throw UserError(scenario.source +
-                    ": layout.ep: expected 1 to profile (dtwin profile, dtwin run): the profile "
-                    "times a stage's passes with no expert-parallel peers to exchange tokens "
-                    "with; `dtwin train` runs expert parallelism and `dtwin simulate` predicts it");
-}
-
 void check_runtime_supports(const Scenario& scenario, const sched::Schedule& schedule) {
   refuse(scenario, runtime_violations(scenario, &schedule));
 }

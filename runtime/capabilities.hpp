@@ -25,11 +25,6 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
 /// fp32), and the layouts simulated only: tp_comm_overlap and offload.
 void check_runtime_supports(const Scenario& scenario);
 
-/// Throws UserError naming layout.ep when the scenario asks for a profile (dtwin profile, dtwin
-/// run) of expert parallelism, which the profiler does not time (it has no expert-parallel
-/// members).
-void check_profile_supports(const Scenario& scenario);
-
 /// The same, and for runtime.backend nccl also that `schedule` (the scenario's, lowered)
 /// receives each pipeline channel's messages in the order they are sent
 /// (sched::out_of_order_transfer): NCCL matches them in posting order, not by tag. Throws

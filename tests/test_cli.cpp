@@ -346,20 +346,6 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
     }
 }
 
-TEST_CASE("run and profile refuse expert parallelism, which train runs, with exit 2") {
-  const std::string ep2 =
-      " --set layout.ep=2 --set layout.dp=2 --set layout.pp=1 --set cluster.ranks_per_device=2"
-      " --set model.moe.num_experts=4 --set model.moe.top_k=2"
-      " --set model.moe.expert_ffn_hidden=384 --set training.steps=1";
-  for (const char* command : {"run ", "profile "}) {
-    const Result result = run_dtwin(command + kQuickstart + ep2 + " -o refused-ep2");
-    INFO(command << "\n" << result.output);
-    CHECK(result.exit_code == 2);
-    CHECK_THAT(result.output, Catch::Contains("layout.ep") && Catch::Contains("dtwin train"));
-  }
-  CHECK_FALSE(std::filesystem::exists("refused-ep2"));
-}
-
 TEST_CASE("simulate costs a mixture of experts") {
   const Result result = run_dtwin("simulate " + kQuickstart +
                                   " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set "

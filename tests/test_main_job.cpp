@@ -225,3 +225,21 @@ TEST_CASE(
   if (fitted.gemm_efficiency < 1) CHECK(predicted == Approx(measured).epsilon(1e-6));
   CHECK(fitted.gemm_efficiency != dtwin::load_device_description("h100-sxm", "").gemm_efficiency);
 }
+
+TEST_CASE(
+    "dtwin profile times an expert-parallel stage as member 0 of an ep=2 group of processes, "
+    "its all-to-alls apart",
+    "[serial]") {
+  const std::string path = "profile-moe-ep2.yaml";
+  // 2 layers, the second a MoE layer: 2 of its 4 experts on each member.
+  const auto result = profile_small("moe-ep2", 2, path);
+  CHECK_THAT(result.output, Catch::Contains("of B or I in expert-parallel all-to-alls"));
+  const dtwin::Profile profile = dtwin::load_profile(path);
+  REQUIRE(profile.stages.size() == 1);
+  const dtwin::StageSeconds& s = profile.stages[0];
+  // F dispatches and combines (and exchanges the counts), B sends both back as gradients.
+  CHECK(s.tp_forward > 0);
+  CHECK(s.tp_forward < s.forward);
+  CHECK(s.tp_backward > 0);
+  CHECK(s.tp_backward < s.backward);
+}

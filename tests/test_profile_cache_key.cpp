@@ -20,4 +20,17 @@ TEST_CASE("a profile is re-measured for another schedule or size, reused for mor
   CHECK(cache_path({"layout.schedule=gpipe"}) != quickstart);
   CHECK(cache_path({"layout.microbatches=8"}) != quickstart);
   CHECK(cache_path({"layout.recompute=full"}) != quickstart);
+  // Another model: grouped-query attention, a mixture of experts, its routing and layout.
+  CHECK(cache_path({"model.n_kv_heads=2"}) != quickstart);
+  const std::vector<std::string> moe = {"model.moe.num_experts=4", "model.moe.top_k=2",
+                                        "model.moe.expert_ffn_hidden=384"};
+  const std::string with_experts = cache_path(moe);
+  CHECK(with_experts != quickstart);
+  for (const std::string& other :
+       {"model.moe.top_k=1", "model.moe.router=sigmoid", "model.moe.capacity_factor=1.5"}) {
+    std::vector<std::string> sets = moe;
+    sets.push_back(other);
+    CAPTURE(other);
+    CHECK(cache_path(sets) != with_experts);
+  }
 }

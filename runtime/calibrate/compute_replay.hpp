@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/cost/cost_model.hpp"
+#include "models/nn/expert_parallel.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "models/spec/scenario.hpp"
 #include "runtime/data/token_dataset.hpp"
@@ -41,12 +42,14 @@ struct CollectiveTimes {
 /// (size > 1) the stages hold the member's shards and their passes run the group's collectives,
 /// so every member replays at once, and `collectives` (when set) receives each timed action's
 /// seconds in the group's collectives and the CPU its other threads ran meanwhile, in the same
-/// order. Throws
+/// order. As member `ep` of an expert-parallel group (size > 1) the stages hold the member's
+/// experts and their all-to-alls count among those collectives. Throws
 /// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp = {},
                              CollectiveTimes* collectives = nullptr,
-                             torch::Device device = torch::kCPU);
+                             torch::Device device = torch::kCPU,
+                             const nn::ExpertParallelGroup& ep = {});
 
 }  // namespace dtwin::rt

@@ -36,14 +36,31 @@ namespace {
 
 constexpr double kMemberTimeout = 120;  // s a profile member waits for the others
 
+// A profile process's groups: the tensor-parallel group (layout.tp > 1) or the expert-parallel
+// group (layout.ep > 1, the runtime's MoE having tp 1) whose members compute together; each
+// stage's expert-parallel all-to-alls count into the tensor-parallel group's collective counters
+// (StageModule shares them), so tp.collective_seconds() is the passes' inner communication.
+struct PassGroups {
+  nn::TensorParallelGroup tp;
+  nn::ExpertParallelGroup ep;
+  /// The group whose members compute together (null alone), this process's index in it, and
+  /// its size.
+  const c10::intrusive_ptr<c10d::Backend>& members() const {
+    return tp.size > 1 ? tp.backend : ep.backend;
+  }
+  int member() const { return tp.size > 1 ? tp.rank : ep.rank; }
+  int size() const { return tp.size > 1 ? tp.size : ep.size; }
+};
+
 // Times F, B, I, W and the optimizer step of one stage, one microbatch at a time, and the
 // tensor-parallel collectives inside F and B (as member `tp` of its group). As in training, the
 // gradients accumulate over layout.microbatches microbatches before the optimizer step and
 // zero_grad, which zeroes them as the executor's does.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
                            const TokenDataset& data, const ProfileOptions& options,
-                           const nn::TensorParallelGroup& tp, const torch::Device& device) {
-  StageRun run(scenario, cost.stage(s), data, tp, device);
+                           const PassGroups& groups, const torch::Device& device) {
+  const nn::TensorParallelGroup& tp = groups.tp;
+  StageRun run(scenario, cost.stage(s), data, tp, device, groups.ep);
   const auto timed = [&](const std::function<void()>& body) {
     return device_seconds(device, body);
   };
@@ -118,9 +135,10 @@ void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
 // at most kMaxReplayFactor times the first. The machine's speed drifts in phases of seconds: a
 // replay of 3 s (tp2's four steps) gave tp2's F 44–62 ms of collectives in three profiles
 // minutes apart, against 41–46 ms over training's 22 s. The members of a tensor-parallel group
-// replay the largest count of theirs, so that their collectives pair up.
+// replay the largest count of theirs, so that their collectives pair up (and so do an
+// expert-parallel group's).
 int replay_steps(const sched::Schedule& schedule, int p, const std::vector<StageSeconds>& stages,
-                 const ProfileOptions& options, const nn::TensorParallelGroup& tp) {
+                 const ProfileOptions& options, const PassGroups& groups) {
   constexpr double kMinReplaySeconds = 10;
   constexpr int kMaxReplayFactor = 4;
   const int microbatches = schedule.layout.microbatches;
@@ -135,11 +153,11 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
   const double wanted = step_seconds > 0 ? std::ceil(kMinReplaySeconds / step_seconds) : fewest;
   torch::Tensor steps = torch::tensor(
       {static_cast<int64_t>(std::clamp<double>(wanted, fewest, kMaxReplayFactor * fewest))});
-  if (tp.size > 1) {
+  if (groups.size() > 1) {
     std::vector<torch::Tensor> buffers{steps};
     c10d::AllreduceOptions largest;
     largest.reduceOp = c10d::ReduceOp::MAX;
-    tp.backend->allreduce(buffers, largest)->wait();
+    groups.members()->allreduce(buffers, largest)->wait();
   }
   return static_cast<int>(steps.item<int64_t>());
 }
@@ -156,14 +174,15 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
 // (measure_collective_cpu).
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
                                const sched::Schedule& schedule, const TokenDataset& data,
-                               const ProfileOptions& options, const nn::TensorParallelGroup& tp,
+                               const ProfileOptions& options, const PassGroups& groups,
                                const torch::Device& device, std::vector<StageSeconds>& stages) {
+  const nn::TensorParallelGroup& tp = groups.tp;
   for (int p = 0; p < schedule.layout.pp; ++p) {
-    const int steps = replay_steps(schedule, p, stages, options, tp);
+    const int steps = replay_steps(schedule, p, stages, options, groups);
     CollectiveTimes collectives;
     const ActionSeconds replayed =
         replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
-                       &collectives, device);
+                       &collectives, device, groups.ep);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = mean(seconds);
@@ -203,58 +222,73 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
   }
 }
 
-// Every stage's compute seconds as member `tp` of its tensor-parallel group (size 1: alone):
-// timed alone, then in the schedule's order (options.schedule). Every member runs the same
-// passes, so their collectives pair up.
+// Every stage's compute seconds as a member of `groups` (size 1: alone): timed alone, then in
+// the schedule's order (options.schedule). Every member runs the same passes, so their
+// collectives pair up.
 std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostModel& cost,
                                          const TokenDataset& data, const ProfileOptions& options,
-                                         const nn::TensorParallelGroup& tp) {
-  // On runtime.device cuda, the GPU that member `tp.rank` of the group takes in training, as
-  // local rank tp.rank of tp.size.
+                                         const PassGroups& groups) {
+  // On runtime.device cuda, the GPU that the member takes in training, as local rank
+  // member() of size().
   RankEnv member;
-  member.local_rank = tp.rank;
-  member.local_world_size = tp.size;
+  member.local_rank = groups.member();
+  member.local_world_size = groups.size();
   const torch::Device device = rank_device(scenario.runtime, member);
   std::vector<StageSeconds> stages;
   for (int s = 0; s < cost.num_stages(); ++s)
-    stages.push_back(measure_stage(scenario, cost, s, data, options, tp, device));
+    stages.push_back(measure_stage(scenario, cost, s, data, options, groups, device));
   if (options.schedule)
-    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, tp, device, stages);
+    measure_in_schedule_order(scenario, cost, *options.schedule, data, options, groups, device,
+                              stages);
   return stages;
 }
 
-// Member `member` of the profile's tensor-parallel group of layout.tp processes, which
-// rendezvous through `store`.
-nn::TensorParallelGroup profile_group(const Scenario& scenario,
-                                      const c10::intrusive_ptr<c10d::Store>& store, int member) {
+// Processes that profile together: the tensor-parallel group's layout.tp, or without tensor
+// parallelism the expert-parallel group's layout.ep.
+int profile_members(const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
+  return l.tp > 1 ? l.tp : l.ep;
+}
+
+// Member `member` of the profile's group of profile_members processes, which rendezvous
+// through `store`.
+PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d::Store>& store,
+                         int member) {
   const LayoutSpec& l = scenario.layout;
   // On a GPU, Gloo through host copies (the members share this host's GPUs).
   const bool on_gpu = scenario.runtime.device == RuntimeDevice::Cuda;
-  return {make_group(Backend::Gloo, store, "profile-tp", member, l.tp, kMemberTimeout,
-                     {"127.0.0.1", {}, on_gpu}),
-          member, l.tp, l.sequence_parallel};
+  const auto group =
+      make_group(Backend::Gloo, store, "profile-members", member, profile_members(scenario),
+                 kMemberTimeout, {"127.0.0.1", {}, on_gpu});
+  PassGroups groups;
+  if (l.tp > 1)
+    groups.tp = {group, member, l.tp, l.sequence_parallel};
+  else
+    groups.ep = {group, member, l.ep};
+  return groups;
 }
 
 // Every stage's compute seconds. With layout.tp > 1 a tensor-parallel group's members compute
 // together, as processes (options.member_command starts members 1 .. tp-1, this process is
 // member 0): the seconds are member 0's, its shards' compute with the group's collectives
 // (Megatron's f and g, or the sequence-parallel gathers and scatters) and the other members
-// busy at the same time, as in training.
+// busy at the same time, as in training. Likewise with layout.ep > 1 (and tp 1) the members of
+// an expert-parallel group, each holding its experts, exchanging token copies by all-to-all in
+// every MoE layer (each member routes the same batch).
 std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostModel& cost,
                                           const TokenDataset& data, const ProfileOptions& options) {
-  const LayoutSpec& l = scenario.layout;
-  if (l.tp == 1) return measure_stages(scenario, cost, data, options, {});
+  const int size = profile_members(scenario);
+  if (size == 1) return measure_stages(scenario, cost, data, options, {});
   if (options.member_command.empty())
     throw std::invalid_argument(
-        "measure_profile: layout.tp > 1 needs ProfileOptions::member_command");
+        "measure_profile: layout.tp or layout.ep > 1 needs ProfileOptions::member_command");
   const auto store = tcp_store("127.0.0.1", 0, true, kMemberTimeout);
   std::vector<pid_t> members;
-  for (int member = 1; member < l.tp; ++member) {
+  for (int member = 1; member < size; ++member) {
     std::vector<std::string> args = options.member_command;
     args.insert(args.end(), {"--member", std::to_string(member), "--store-port",
                              std::to_string(store->getPort())});
-    members.push_back(
-        spawn_self(args, {}, nullptr, "tensor-parallel profile member " + std::to_string(member)));
+    members.push_back(spawn_self(args, {}, nullptr, "profile member " + std::to_string(member)));
   }
   std::vector<StageSeconds> stages;
   try {
@@ -268,8 +302,7 @@ std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostMo
     int status = 0;
     waitpid(members[i], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw std::runtime_error(
-          fmt::format("tensor-parallel profile member {} failed (status {})", i + 1, status));
+      throw std::runtime_error(fmt::format("profile member {} failed (status {})", i + 1, status));
   }
   return stages;
 }
@@ -344,7 +377,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v17|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v18|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
@@ -358,7 +391,14 @@ std::string profile_cache_path(const Scenario& scenario) {
       std::string(kAttentionNames.name(m.attention)) + "|" + std::to_string(l.tp) +
       (l.sequence_parallel ? "sp" : "") + "|" + std::to_string(l.zero) + "|" +
       std::string(kRecomputeNames.name(l.recompute)) + "|" +
-      std::string(sched::kScheduleKindNames.name(l.schedule));
+      std::string(sched::kScheduleKindNames.name(l.schedule)) + "|" + std::to_string(m.kv_heads()) +
+      "|" + std::to_string(l.ep);
+  // A mixture of experts: its sizes, routing and capacity change every MoE layer's passes.
+  const MoeSpec& e = m.moe;
+  if (e.enabled())
+    key += fmt::format("|moe {} {} {} {} {} {} {} {}", e.num_experts, e.top_k, e.expert_ffn_hidden,
+                       e.shared_expert_ffn_hidden, e.first_dense_layers, e.capacity_factor,
+                       e.pad_to_capacity, std::string(kRouterNames.name(e.router)));
   for (int layers : l.stage_layers) key += "," + std::to_string(layers);
   const char* cache = std::getenv("DTWIN_CACHE_DIR");
   return fmt::format("{}/profiles/{}-{:016x}.yaml", cache && *cache ? cache : ".cache",

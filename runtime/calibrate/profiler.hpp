@@ -61,7 +61,8 @@ std::vector<double> allreduce_sizes(const CostModel& cost);
 /// key a hash of the host name, core count, model, stage split, micro-batch size and count,
 /// attention kernel, precision, backend, thread count, dp, world size, ranks per device (the
 /// concurrency curve's length), tp, ZeRO stage, recomputation and pipeline schedule (the
-/// replay's order), so that a change to any of them re-measures.
+/// replay's order), key/value heads, ep and the mixture of experts' sizes, routing and capacity,
+/// so that a change to any of them re-measures.
 std::string profile_cache_path(const Scenario& scenario);
 
 }  // namespace dtwin::rt

@@ -3,9 +3,10 @@
 namespace dtwin::rt {
 
 StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
-                   const nn::TensorParallelGroup& tp, torch::Device device)
+                   const nn::TensorParallelGroup& tp, torch::Device device,
+                   const nn::ExpertParallelGroup& ep)
     : stage(stage),
-      module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp)),
+      module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp, ep)),
       device(device) {
   const ModelSpec& m = scenario.model;
   const int b = scenario.layout.micro_batch_size;

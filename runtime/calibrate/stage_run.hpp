@@ -18,10 +18,13 @@ namespace dtwin::rt {
 /// [micro_batch_size, seq_len, d_model] elsewhere ([.., seq_len/tp, ..] under sequence
 /// parallelism), and a random output gradient of that shape for stages without the loss. With
 /// a tensor-parallel group `tp` of size > 1 the module is member tp.rank's shards, whose forward
-/// and backward run the group's collectives (every member must run the same passes).
+/// and backward run the group's collectives (every member must run the same passes); with an
+/// expert-parallel group `ep` of size > 1 it holds member ep.rank's experts and its MoE layers
+/// exchange token copies with the other members.
 struct StageRun {
   StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
-           const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU);
+           const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU,
+           const nn::ExpertParallelGroup& ep = {});
 
   /// Makes `next` (on the CPU) the batch, on the stage's device, and on a stage with the
   /// embedding its input.
