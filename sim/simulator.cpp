@@ -377,8 +377,8 @@ std::pair<sim::Group, double> collective_of(World& world, int rank, const Action
   if (a.kind == ActionKind::UNSHARD) return {group, world.cost.weight_bytes(a.stage)};
   const bool averaged = a.kind == ActionKind::ALLREDUCE &&
                         world.schedule.layout.dp_sync == sched::DpSync::WeightAverage;
-  return {group,
-          averaged ? world.cost.parameter_bytes(a.stage) : world.cost.gradient_bytes(a.stage)};
+  return {group, averaged ? world.cost.parameter_bytes(a.stage)
+                          : world.cost.data_parallel_gradient_bytes(a.stage)};
 }
 
 // Runs a data-parallel collective of the stage (`share` of its bytes) and returns its exposed

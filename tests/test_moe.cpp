@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/user_error.hpp"
@@ -107,6 +108,39 @@ TEST_CASE("All-to-all bytes per MoE layer: dispatch or combine, imbalance and ca
   // no expert parallelism: every copy stays on its GPU
   const Scenario local = mixtral(8, 2, 1);
   CHECK(dtwin::moe_all_to_all_bytes(local.model, local.layout, T, 2) == 0);
+}
+
+TEST_CASE(
+    "Padded to capacity, the all-to-all volume is each expert's capacity, whatever the "
+    "imbalance",
+    "[cost][moe]") {
+  // capacity ceil(1.3·2048·2/8) = 666 rows per expert, 8·666 = 5328 rows (not 1.3·4096 = 5324.8)
+  const Scenario padded = mixtral(8, 2, 8,
+                                  {"model.moe.load_imbalance=1.5", "model.moe.capacity_factor=1.3",
+                                   "model.moe.pad_to_capacity=true"});
+  CHECK(dtwin::moe_routed_copies(padded.model, padded.layout, 4096) == 5328);
+  CHECK(dtwin::moe_all_to_all_bytes(padded.model, padded.layout, 4096, 2) ==
+        5328.0 * 4096 * 2 * 7 / 8);
+}
+
+TEST_CASE("Expert gradients leave the data-parallel ring for the expert data-parallel group",
+          "[cost][moe]") {
+  // One stage of 32 MoE layers; per GPU (tp 1) 8/ep experts of 3·4096·14336 weights, fp32
+  // gradients.
+  const double expert_weights = 8.0 * 3 * 4096 * 14336;
+  for (const auto& [dp, ep, ratio] :
+       {std::tuple{2, 2, 0.0}, {4, 2, (0.5) / (0.75)}, {4, 4, 0.0}, {8, 2, (0.75) / (7.0 / 8)}}) {
+    CAPTURE(dp, ep);
+    const dtwin::CostModel cost(mixtral(dp, 1, ep));
+    const double experts = 32 * expert_weights / ep * 4;
+    CHECK(cost.expert_gradient_bytes(0) == Approx(experts));
+    CHECK(cost.data_parallel_gradient_bytes(0) ==
+          Approx(cost.gradient_bytes(0) - experts + ratio * experts));
+  }
+  // Without expert parallelism every gradient is reduced over the data-parallel group.
+  const dtwin::CostModel dense_dp(mixtral(4, 1, 1));
+  CHECK(dense_dp.expert_gradient_bytes(0) == 0);
+  CHECK(dense_dp.data_parallel_gradient_bytes(0) == dense_dp.gradient_bytes(0));
 }
 
 TEST_CASE("Expert tensor parallelism gathers and reduce-scatters the routed copies over etp",

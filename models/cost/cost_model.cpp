@@ -436,6 +436,19 @@ double CostModel::gradient_bytes(int s) const {
   return stage(s).params * grad_bytes_per_element_;
 }
 
+double CostModel::expert_gradient_bytes(int s) const {
+  if (layout_.ep == 1) return 0;
+  return stage(s).moe_layers * layout_.tp * expert_params_per_gpu(model_, layout_) *
+         grad_bytes_per_element_;
+}
+
+double CostModel::data_parallel_gradient_bytes(int s) const {
+  const double experts = expert_gradient_bytes(s);
+  const double n = layout_.dp_cp(), edp = layout_.expert_dp();
+  const double ratio = n > 1 ? ((edp - 1) / edp) / ((n - 1) / n) : 0;
+  return gradient_bytes(s) - experts + experts * ratio;
+}
+
 double CostModel::weight_bytes(int s) const {
   if (!fp8_param_gather_) return stage(s).params * bytes_per_element_;
   const double fp8 = layer_linear_weights(s);

@@ -208,6 +208,18 @@ class CostModel {
   /// Bytes stage `s` reduces over its data-parallel group per step: its gradients, params ·
   /// grad_bytes_per_element() (training.grad_precision).
   double gradient_bytes(int s) const;
+  /// The part of gradient_bytes(s) that belongs to routed experts under expert parallelism
+  /// (layout.ep > 1; 0 otherwise): stage s's MoE layers' expert weights held by its tp GPUs,
+  /// moe_layers · tp · expert_params_per_gpu · grad_bytes_per_element(). They are reduced over the
+  /// expert data-parallel group (LayoutSpec::expert_dp), not the data-parallel one.
+  double expert_gradient_bytes(int s) const;
+  /// The bytes stage s's data-parallel ring reduces per step standing for both groups: the dense
+  /// gradients, plus the expert ones scaled to the same per-link volume, r = ((edp − 1)/edp) /
+  /// ((n − 1)/n) for a ring of edp expert replicas against one of n = dp·cp (Patarasuk & Yuan
+  /// 2009: a ring all-reduce moves 2(n − 1)/n of the bytes over each link). Exact for edp 1
+  /// (nothing to reduce) and edp = n; otherwise the latency is the larger ring's.
+  /// gradient_bytes(s) without expert parallelism.
+  double data_parallel_gradient_bytes(int s) const;
   /// Bytes of stage `s`'s training-precision weights, params · bytes_per_element(): what a ZeRO
   /// parameter all-gather (UNSHARD) moves. With training.fp8_param_gather the layers' linear
   /// weights (num_layers · Wm, the group's) move as one fp8 copy with its scales, (1 + σ) bytes

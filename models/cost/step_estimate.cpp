@@ -174,8 +174,8 @@ StepEstimate estimate_step(const Scenario& scenario, const CostModel& cost,
     const StageSeconds t = stage_seconds(scenario, c);
     work[r] += t.forward + t.backward;
     optimizer[r] += t.optimizer;
-    const double stage_sync =
-        dp_seconds(scenario, cost, cost.gradient_bytes(s), bucket_bytes, cost.gather_units(s));
+    const double stage_sync = dp_seconds(scenario, cost, cost.data_parallel_gradient_bytes(s),
+                                         bucket_bytes, cost.gather_units(s));
     // A rank's stages gather and reduce per layer each in its own passes: their times add up.
     sync[r] = l.overlap_grad_reduce && !l.gathers_layers() ? std::max(sync[r], stage_sync)
                                                            : sync[r] + stage_sync;

@@ -90,10 +90,16 @@ struct ReplayStage {
     zero->full_parameters().view({-1, n}).copy_(zero->parameter_shard().view({1, n}));
   }
   // ALLREDUCE's work on the rank beside the collective, as Executor::dp_sync runs it: the
-  // gradients packed into one buffer and their average written back.
-  void sync_gradients(int replicas) {
-    const std::vector<torch::Tensor> gradients = sync_tensors(run.module->parameters(), false);
+  // gradients packed into one buffer and their average written back; with `experts_apart`
+  // (expert parallelism) the dense ones so, then the experts' packed and divided apart.
+  void sync_gradients(int replicas, bool experts_apart) {
+    const nn::StageModule& m = *run.module;
+    const std::vector<torch::Tensor> gradients =
+        sync_tensors(experts_apart ? m.expert_parameters(false) : m.parameters(), false);
     write_average(flatten_with_slots(gradients, replicas), replicas, gradients);
+    if (!experts_apart) return;
+    const std::vector<torch::Tensor> experts = sync_tensors(m.expert_parameters(), false);
+    copy_slices(flatten_with_slots(experts, 0) / replicas, experts);
   }
   // REDUCE_GRAD's work on the rank after the reduce-scatter (replica 0's shard stands in for the
   // reduced one); OPTIM does it first where the schedule has no REDUCE_GRAD.
@@ -161,8 +167,10 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
         switch (a.kind) {
           case ActionKind::F:
             if (run.stage.has_embedding || run.stage.has_head)
-              run.load(data.batch(std::max(step, 0), 0, a.microbatch, layout.dp,
-                                  layout.microbatches, scenario.layout.micro_batch_size,
+              // Member m of an expert-parallel group reads data-parallel replica m's tokens, as
+              // in training (the group folds over the replicas), so that it routes its own.
+              run.load(data.batch(std::max(step, 0), ep.size > 1 ? ep.rank : 0, a.microbatch,
+                                  layout.dp, layout.microbatches, scenario.layout.micro_batch_size,
                                   scenario.training.seed));
             outputs[key] = run.forward();
             break;
@@ -180,7 +188,7 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
             take(stashes, key, a).apply();
             break;
           case ActionKind::ALLREDUCE:
-            replay.sync_gradients(layout.dp);
+            replay.sync_gradients(layout.dp, scenario.layout.ep > 1);
             break;
           case ActionKind::REDUCE_GRAD:
             replay.keep_gradient_shard();

@@ -11,7 +11,9 @@ StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const Tok
   const ModelSpec& m = scenario.model;
   const int b = scenario.layout.micro_batch_size;
   const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
-  load(data.batch(0, 0, 0, 1, 1, b, scenario.training.seed));
+  // An expert-parallel member reads its own sequences (replica ep.rank's first), as in training.
+  load(data.batch(0, ep.size > 1 ? ep.rank : 0, 0, scenario.layout.dp, 1, b,
+                  scenario.training.seed));
   const auto compute = torch::TensorOptions(module->compute_dtype()).device(device);
   if (!stage.has_embedding)
     input = torch::randn({b, sequence, m.d_model}).to(compute).requires_grad_(true);
