@@ -23,7 +23,7 @@ std::string join(const std::vector<int>& ranks) {
 }  // namespace
 
 Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend,
-                           double timeout_s, torch::Device device, int ep)
+                           double timeout_s, torch::Device device, int ep, int cp)
     : rank_(env.rank), world_size_(env.world_size), device_(device) {
   const bool server = env.rank == 0 && !env.store_hosted_elsewhere;
   hosts_store_ = server;
@@ -69,6 +69,10 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
       expert_data_parallel_ =
           make_group(backend, store_, "edp/" + pipeline_rank + std::to_string(replica % ep),
                      replica / ep, layout.dp / ep, timeout_s, bind);
+    if (cp > 1)
+      context_parallel_ =
+          make_group(backend, store_, "cp/" + pipeline_rank + std::to_string(replica / cp) + member,
+                     replica % cp, cp, timeout_s, bind);
   } catch (const std::exception& error) {
     report_lost("the rendezvous", {}, error_text(error));
   }

@@ -33,9 +33,12 @@ class Communicator {
   /// parallelism folded over the data-parallel indices, layout.tp 1) also the expert-parallel
   /// group (the ep processes of its pipeline rank whose DP indices share dp_index / ep, indexed
   /// by dp_index mod ep) and, when dp > ep, the expert data-parallel group (those sharing
-  /// dp_index mod ep, indexed by dp_index / ep).
+  /// dp_index mod ep, indexed by dp_index / ep). With `cp` > 1 (context parallelism: the
+  /// schedule's DP index is dp_index·cp + cp_index, so the DP group spans dp·cp) also the
+  /// context-parallel group (the cp processes of its pipeline rank, tensor-parallel index and
+  /// dp_index, indexed by cp_index).
   Communicator(const RankEnv& env, const sched::Layout& layout, Backend backend, double timeout_s,
-               torch::Device device = torch::kCPU, int ep = 1);
+               torch::Device device = torch::kCPU, int ep = 1, int cp = 1);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -67,6 +70,9 @@ class Communicator {
   const c10::intrusive_ptr<c10d::Backend>& expert_data_parallel() const {
     return expert_data_parallel_;
   }
+
+  /// The context-parallel group; null when cp is 1.
+  const c10::intrusive_ptr<c10d::Backend>& context_parallel() const { return context_parallel_; }
 
   /// The ranks among `candidates` whose heartbeat stopped (no beat for 2 s), waiting up to 3 s
   /// for one to go stale. Empty if all are alive.
@@ -114,6 +120,7 @@ class Communicator {
   c10::intrusive_ptr<c10d::Backend> tensor_parallel_;
   c10::intrusive_ptr<c10d::Backend> expert_parallel_;
   c10::intrusive_ptr<c10d::Backend> expert_data_parallel_;
+  c10::intrusive_ptr<c10d::Backend> context_parallel_;
   std::jthread heartbeat_;  // last: stopped and joined first, also when the constructor throws
 };
 

@@ -177,10 +177,13 @@ void Executor::forward(const Action& a) {
   const bool first = a.stage == 0, last = a.stage == layout.num_stages() - 1;
   Batch batch;
   if (first || last) {
-    batch = data_.batch(step_, layout.dp_index(rank_), a.microbatch, layout.dp, layout.microbatches,
-                        spec.micro_batch_size, scenario_.training.seed);
-    batch.inputs = batch.inputs.to(device_);
-    batch.targets = batch.targets.to(device_);
+    // The schedule's DP index is dp_index·cp + cp_index: the members of a context-parallel
+    // group read their replica's sequences and keep their own tokens of each.
+    const nn::ContextParallelGroup& cp = stage.module->context_parallel();
+    batch = data_.batch(step_, layout.dp_index(rank_) / spec.cp, a.microbatch, spec.dp,
+                        layout.microbatches, spec.micro_batch_size, scenario_.training.seed);
+    batch.inputs = nn::context_parallel_shard(batch.inputs, cp).to(device_);
+    batch.targets = nn::context_parallel_shard(batch.targets, cp).to(device_);
   }
   torch::Tensor input;
   if (first) {
@@ -273,7 +276,9 @@ void Executor::send(const Action& a) {
 
 void Executor::receive(const Action& a) {
   const LayoutSpec& spec = scenario_.layout;
-  const int64_t sequence = scenario_.model.seq_len / (spec.sequence_parallel ? spec.tp : 1);
+  // The tokens of one member: seq_len / cp, split over tp under sequence parallelism.
+  const int64_t sequence =
+      scenario_.model.seq_len / spec.cp / (spec.sequence_parallel ? spec.tp : 1);
   std::vector<torch::Tensor> message{
       torch::empty({spec.micro_batch_size, sequence, scenario_.model.d_model},
                    torch::TensorOptions(stage_of(a).module->compute_dtype()).device(device_))};

@@ -39,7 +39,8 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
                     const std::string& output_dir) {
   const int world_size = layout.group_count();
   std::vector<trace::TimedAction> events;
-  std::vector<double> peak(world_size, 0), model_states(world_size, 0), all_to_all(world_size, 0);
+  std::vector<double> peak(world_size, 0), model_states(world_size, 0), all_to_all(world_size, 0),
+      cp_exchange(world_size, 0);
   std::vector<ExpertCount> expert_rows;
   // A schedule rank's timeline is its first tensor-parallel member's (the members run the
   // same actions together); its memory the largest member's.
@@ -52,6 +53,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
       model_states[rank] = std::max(model_states[rank], doc["model_state_bytes"].get<double>());
       if (member > 0) continue;
       all_to_all[rank] = doc.value("all_to_all_bytes", 0.0);
+      cp_exchange[rank] = doc.value("cp_exchange_bytes", 0.0);
       const std::vector<ExpertCount> rows = expert_counts_from_json(doc["tokens_per_expert"]);
       expert_rows.insert(expert_rows.end(), rows.begin(), rows.end());
       for (trace::TimedAction& e : trace::from_chrome_trace(doc["trace"].dump())) {
@@ -69,6 +71,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
     summary.ranks[rank].peak_memory_bytes = peak[rank];
     summary.ranks[rank].model_state_bytes = model_states[rank];
     summary.ranks[rank].all_to_all_bytes = all_to_all[rank];
+    summary.ranks[rank].cp_exchange_bytes = cp_exchange[rank];
   }
   trace::fill_step_figures(summary, scenario, CostModel(scenario));
   write_file(output_dir + "/measured.summary.json", trace::to_summary_json(summary));

@@ -18,13 +18,14 @@ std::map<int, StageState> build_rank_model(const Scenario& scenario,
                                            const StagePartition& partition,
                                            const sched::Layout& layout, int rank,
                                            const nn::TensorParallelGroup& tp, torch::Device device,
-                                           const nn::ExpertParallelGroup& ep) {
+                                           const nn::ExpertParallelGroup& ep,
+                                           const nn::ContextParallelGroup& cp) {
   std::map<int, StageState> stages;
   for (int v = 0; v < layout.virtual_stages; ++v) {
     const int stage = layout.stage_of(layout.pipeline_rank(rank), v);
     StageState state;
     state.module = std::make_shared<nn::StageModule>(scenario, partition.stage(stage), device,
-                                                     torch::kFloat32, tp, ep);
+                                                     torch::kFloat32, tp, ep, cp);
     // The executor's backward takes loss/m (runtime/executor.cpp): the MoE layers' auxiliary
     // losses are averaged over the microbatches alike.
     state.module->set_aux_loss_scale(1.0 / layout.microbatches);

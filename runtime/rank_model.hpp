@@ -36,12 +36,11 @@ std::size_t model_state_bytes(const StageState& stage);
 /// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters,
 /// gradients and optimizer state on `device`; with experts, member `ep` of its expert-parallel
 /// group (size 1: every expert here), its MoE layers' auxiliary losses scaled by
-/// 1/layout.microbatches as the executor's backward scales the loss.
-std::map<int, StageState> build_rank_model(const Scenario& scenario,
-                                           const StagePartition& partition,
-                                           const sched::Layout& layout, int rank,
-                                           const nn::TensorParallelGroup& tp = {},
-                                           torch::Device device = torch::kCPU,
-                                           const nn::ExpertParallelGroup& ep = {});
+/// 1/layout.microbatches as the executor's backward scales the loss; with context parallelism,
+/// member `cp` of its context-parallel group (size 1: none).
+std::map<int, StageState> build_rank_model(
+    const Scenario& scenario, const StagePartition& partition, const sched::Layout& layout,
+    int rank, const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU,
+    const nn::ExpertParallelGroup& ep = {}, const nn::ContextParallelGroup& cp = {});
 
 }  // namespace dtwin::rt

@@ -137,15 +137,17 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
   const torch::Device device = rank_device(scenario.runtime, env);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device,
-                    scenario.layout.ep);
+                    scenario.layout.ep, scenario.layout.cp);
   const RunClock clock(comm.origin());
   const int rank = layout.group_of(env.rank), tp_index = layout.tp_index(env.rank);
   const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
                                    scenario.layout.sequence_parallel};
   const nn::ExpertParallelGroup ep{comm.expert_parallel(),
                                    layout.dp_index(rank) % scenario.layout.ep, scenario.layout.ep};
+  const nn::ContextParallelGroup cp{comm.context_parallel(),
+                                    layout.dp_index(rank) % scenario.layout.cp, scenario.layout.cp};
   std::map<int, StageState> stages =
-      build_rank_model(scenario, partition, layout, rank, tp, device, ep);
+      build_rank_model(scenario, partition, layout, rank, tp, device, ep, cp);
 
   arm_fault_injection(env.rank);
   const int64_t first_step =
@@ -153,7 +155,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   const int replica = layout.dp_index(rank);
   const bool last_stage = layout.pipeline_rank(rank) == layout.loss_pipeline_rank();
   const bool reporter = last_stage && replica == 0 && tp_index == 0;
-  const double tokens_per_step = double(layout.dp) * layout.microbatches *
+  const double tokens_per_step = double(scenario.layout.dp) * layout.microbatches *
                                  scenario.layout.micro_batch_size * scenario.model.seq_len;
   std::optional<Progress> progress;
   if (reporter)
@@ -161,14 +163,16 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
 
   Executor executor(scenario, partition, schedule, env.rank, stages, comm, data, clock);
   std::vector<trace::TimedAction> events;
-  std::vector<ExpertCount> expert_rows;  // replica 0's first tensor-parallel member's
-  std::vector<double> all_to_all_bytes;  // sent to the other expert-parallel members, per step
+  std::vector<ExpertCount> expert_rows;   // replica 0's first tensor-parallel member's
+  std::vector<double> all_to_all_bytes;   // sent to the other expert-parallel members, per step
+  std::vector<double> cp_exchange_bytes;  // sent to the next context-parallel member, per step
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
-    const std::int64_t sent_before = ep.bytes_sent->load();
+    const std::int64_t sent_before = ep.bytes_sent->load(), ring_before = cp.bytes_sent->load();
     Executor::StepResult result = executor.run_step(step);
     all_to_all_bytes.push_back(static_cast<double>(ep.bytes_sent->load() - sent_before));
+    cp_exchange_bytes.push_back(static_cast<double>(cp.bytes_sent->load() - ring_before));
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
     // Every rank starts a step after the previous one's loss reduction and ends it with this
@@ -192,6 +196,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
                          {"model_state_bytes", executor.peak_model_state_bytes()},
                          {"tokens_per_expert", to_json(expert_rows)},
                          {"all_to_all_bytes", mean_step_value(all_to_all_bytes)},
+                         {"cp_exchange_bytes", mean_step_value(cp_exchange_bytes)},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);

@@ -78,6 +78,7 @@ struct Trained {
   std::vector<double> peak_memory;   ///< measured peak bytes of live tensors per rank
   std::string tokens_per_expert;     ///< tokens_per_expert.csv ("" for a dense model)
   std::vector<double> all_to_all;    ///< measured all-to-all bytes per step per rank
+  std::vector<double> cp_exchange;   ///< measured context-parallel ring bytes per step per rank
 };
 
 // Trains into train-<name>-<pid>: CTest runs each test case as its own process, several at once,
@@ -93,7 +94,8 @@ Trained train_run(const std::string& name, const std::string& args) {
                   per_rank(dir, "measured.summary.json", "comm_s"),
                   per_rank(dir, "measured.summary.json", "peak_memory_bytes"),
                   read_text(dir + "/tokens_per_expert.csv"),
-                  per_rank(dir, "measured.summary.json", "all_to_all_bytes", true)};
+                  per_rank(dir, "measured.summary.json", "all_to_all_bytes", true),
+                  per_rank(dir, "measured.summary.json", "cp_exchange_bytes", true)};
   std::filesystem::remove_all(dir);  // kept only when the run failed, to look at
   return trained;
 }
@@ -379,6 +381,35 @@ TEST_CASE(
   for (size_t r = 0; r < balanced.size(); ++r) {
     CAPTURE(r, dropless.all_to_all[r], balanced[r]);
     CHECK(dropless.all_to_all[r] == Approx(balanced[r]).epsilon(0.10));
+  }
+}
+
+TEST_CASE(
+    "context parallelism trains the single-rank model: cp=2, cp=2 x dp=2, cp=2 x pp=2 with "
+    "ZB-H1, cp=2 x tp=2 with sequence parallelism; its ring bytes equal the simulator's",
+    "[threads]") {
+  // Ring attention runs on the fused kernel: the reference too.
+  const std::string flash = " --set model.attention=flash";
+  const std::vector<double> reference = train("cp-single", layout_args(1, 1, 4, "1f1b") + flash);
+  const auto cp2 = [&](int processes) {
+    return flash + " --set layout.cp=2 --set cluster.ranks_per_device=" + std::to_string(processes);
+  };
+  for (const auto& [name, layout] :
+       {std::pair<std::string, std::string>{"cp2", layout_args(1, 1, 4, "1f1b") + cp2(2)},
+        {"cp2-dp2", layout_args(2, 1, 2, "1f1b") + cp2(4)},
+        {"cp2-pp2", layout_args(1, 2, 4, "zb-h1") + cp2(4)},
+        {"cp2-tp2", layout_args(1, 1, 4, "1f1b", 1, "allreduce", 2) + cp2(4) +
+                        " --set layout.sequence_parallel=true"}}) {
+    CAPTURE(name);
+    const Trained trained = train_run(name, layout);
+    check_equal(trained.losses, reference);
+    const std::vector<double> predicted = predicted_per_rank(name, layout, "cp_exchange_bytes");
+    CHECK(trained.cp_exchange == predicted);
+    // Per layer and microbatch 3 sends of one chunk pair of keys and values (forward 1, backward
+    // 2): [b = 1, 32 tokens, kv·hd = 64 / tp columns] floats each for K and V.
+    const double tp = name == "cp2-tp2" ? 2 : 1;
+    const double layers = name == "cp2-pp2" ? 3 : 6, microbatches = name == "cp2-dp2" ? 2 : 4;
+    CHECK(predicted.at(0) == layers * microbatches * 3 * 2 * 32 * (64 / tp) * 4);
   }
 }
 

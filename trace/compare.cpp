@@ -254,14 +254,17 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
   if (c.top_actions.size() > 10) c.top_actions.resize(10);
 
   if (predicted_summary && measured_summary) {
-    bool exchanged = false;
+    bool exchanged = false, ring = false;
     for (int r = 0; r < c.world_size; ++r) {
       const RankSummary &p = predicted_summary->ranks[r], &m = measured_summary->ranks[r];
       c.memory.push_back({r, {p.peak_memory_bytes, m.peak_memory_bytes}});
       c.all_to_all.push_back({r, {p.all_to_all_bytes, m.all_to_all_bytes}});
+      c.cp_exchange.push_back({r, {p.cp_exchange_bytes, m.cp_exchange_bytes}});
       exchanged = exchanged || p.all_to_all_bytes > 0 || m.all_to_all_bytes > 0;
+      ring = ring || p.cp_exchange_bytes > 0 || m.cp_exchange_bytes > 0;
     }
     if (!exchanged) c.all_to_all.clear();
+    if (!ring) c.cp_exchange.clear();
   }
   return c;
 }

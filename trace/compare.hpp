@@ -41,6 +41,7 @@
 //                           both summaries were given)
 //   "all_to_all"            the same for the MoE all-to-all bytes per step (only when both
 //                           summaries were given and one has any)
+//   "cp_exchange"           the same for the context-parallel ring's bytes per step
 //   "explaining_kinds"      the kinds that explain most of the step-time gap (explain_gap)
 //   "where_the_prediction_misses"  explain_gap's paragraph
 #pragma once
@@ -125,6 +126,9 @@ struct Comparison {
   /// Bytes per step sent by the MoE all-to-alls (RankSummary::all_to_all_bytes); empty unless
   /// both summaries were given and one of them has any.
   std::vector<ByteComparison> all_to_all;
+  /// Bytes per step sent around the context-parallel ring (RankSummary::cp_exchange_bytes);
+  /// empty unless a summary has some.
+  std::vector<ByteComparison> cp_exchange;
 
   /// Mean over ranks of the compute + exposed communication error. busy_error_s() +
   /// idle_error_s() = step_time_s.error() unless a rank's idle time was clamped at 0.

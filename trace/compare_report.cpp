@@ -196,8 +196,9 @@ std::string to_compare_json(const Comparison& c) {
                    {"error_s", a.duration_s.error()},
                    {"relative_error", relative_json(a.duration_s)}});
   doc["top_actions"] = top;
-  for (const auto& [key, figures] :
-       {std::pair{"memory", &c.memory}, {"all_to_all", &c.all_to_all}}) {
+  for (const auto& [key, figures] : {std::pair{"memory", &c.memory},
+                                     {"all_to_all", &c.all_to_all},
+                                     {"cp_exchange", &c.cp_exchange}}) {
     if (figures->empty()) continue;
     nlohmann::json rows = nlohmann::json::array();
     for (const ByteComparison& m : *figures)
@@ -333,10 +334,12 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
             fmt::format("{:.1f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
             relative(m.bytes.relative_error()) + " |\n";
   }
-  if (!c.all_to_all.empty()) {
-    md += "\n## MoE all-to-all bytes per step (MiB)\n\n";
+  for (const auto& [title, rows] :
+       {std::pair{"MoE all-to-all", &c.all_to_all}, {"Context-parallel ring", &c.cp_exchange}}) {
+    if (rows->empty()) continue;
+    md += fmt::format("\n## {} bytes per step (MiB)\n\n", title);
     md += "| rank | predicted | measured | relative error |\n|---:|---:|---:|---:|\n";
-    for (const ByteComparison& m : c.all_to_all)
+    for (const ByteComparison& m : *rows)
       md += "| " + std::to_string(m.rank) + " | " +
             fmt::format("{:.3f}", m.bytes.predicted / (1024.0 * 1024)) + " | " +
             fmt::format("{:.3f}", m.bytes.measured / (1024.0 * 1024)) + " | " +

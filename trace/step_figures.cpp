@@ -1,5 +1,6 @@
 #include "trace/step_figures.hpp"
 
+#include "models/cost/context_parallel.hpp"
 #include "models/cost/memory_budget.hpp"
 #include "models/cost/moe_layer.hpp"
 #include "models/cost/schedule_memory.hpp"
@@ -42,6 +43,24 @@ void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& sche
       layers += cost.stage(layout.stage_of(layout.pipeline_rank(rank), v)).moe_layers;
     summary.ranks[rank].all_to_all_bytes =
         per_all_to_all * per_microbatch * layers * layout.microbatches;
+  }
+}
+
+void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& schedule,
+                                const Scenario& scenario, const CostModel& cost) {
+  const LayoutSpec& l = scenario.layout;
+  if (l.cp == 1) return;
+  const auto pass = [&](bool backward) {
+    return cp_exchange_bytes(scenario.model, l, cost.tokens_per_microbatch(),
+                             cost.bytes_per_element(), backward);
+  };
+  const double per_layer = pass(false) * (l.recompute == Recompute::None ? 1 : 2) + pass(true);
+  const sched::Layout& layout = schedule.layout;
+  for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {
+    int layers = 0;
+    for (int v = 0; v < layout.virtual_stages; ++v)
+      layers += cost.stage(layout.stage_of(layout.pipeline_rank(rank), v)).num_layers;
+    summary.ranks[rank].cp_exchange_bytes = per_layer * layers * layout.microbatches;
   }
 }
 

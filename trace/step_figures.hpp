@@ -34,4 +34,11 @@ void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule
 void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& schedule,
                                const Scenario& scenario, const CostModel& cost);
 
+/// Sets every rank's cp_exchange_bytes (bytes per step) under context parallelism: per layer on
+/// the rank's stages and microbatch, cp_exchange_bytes of the forward and of the backward
+/// (models/cost/context_parallel.hpp), and the forward's once more under selective or full
+/// recomputation, which runs the attention again. Nothing with layout.cp 1.
+void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& schedule,
+                                const Scenario& scenario, const CostModel& cost);
+
 }  // namespace dtwin::trace

@@ -295,6 +295,7 @@ std::string to_summary_json(const StepSummary& summary) {
                      {"model_state_bytes", rank.model_state_bytes},
                      {"memory_ok", rank.memory_ok}});
     if (rank.all_to_all_bytes > 0) ranks.back()["all_to_all_bytes"] = rank.all_to_all_bytes;
+    if (rank.cp_exchange_bytes > 0) ranks.back()["cp_exchange_bytes"] = rank.cp_exchange_bytes;
   }
   doc["ranks"] = ranks;
   return doc.dump(2) + "\n";
@@ -333,6 +334,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.model_state_bytes = r.value("model_state_bytes", 0.0);
       out.memory_ok = r.value("memory_ok", true);
       out.all_to_all_bytes = r.value("all_to_all_bytes", 0.0);
+      out.cp_exchange_bytes = r.value("cp_exchange_bytes", 0.0);
     } catch (const std::exception& error) {
       throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());
     }

@@ -25,6 +25,11 @@ struct RankSummary {
   /// forward): predicted (moe_all_to_all_bytes of models/cost/moe_layer.hpp per all-to-all), or
   /// counted by the runtime (mean over the summarised steps). 0 without expert parallelism.
   double all_to_all_bytes = 0;
+  /// Bytes per step that one GPU sends to the next member of its context-parallel ring (keys,
+  /// values and their gradients; cp_exchange_bytes of models/cost/context_parallel.hpp per layer
+  /// and pass, a recomputed forward's again), predicted or counted by the runtime (mean over the
+  /// summarised steps). 0 without context parallelism.
+  double cp_exchange_bytes = 0;
 };
 
 /// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per

@@ -8,11 +8,13 @@ namespace dtwin::nn {
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelSpec& spec, int layer, double eps,
                                    const torch::TensorOptions& options, bool recompute_core,
-                                   TensorParallelGroup tp, ExpertParallelGroup ep)
+                                   TensorParallelGroup tp, ExpertParallelGroup ep,
+                                   ContextParallelGroup cp)
     : tp_(std::move(tp)) {
   attn_norm = register_module("attn_norm", RMSNorm(spec.d_model, eps, options));
-  attn = register_module("attn", Attention(spec.d_model, spec.n_heads, spec.kv_heads(), options,
-                                           spec.attention, recompute_core, tp_.size));
+  attn =
+      register_module("attn", Attention(spec.d_model, spec.n_heads, spec.kv_heads(), options,
+                                        spec.attention, recompute_core, tp_.size, std::move(cp)));
   mlp_norm = register_module("mlp_norm", RMSNorm(spec.d_model, eps, options));
   if (spec.moe.enabled() && layer >= spec.moe.first_dense_layers)
     moe = register_module("mlp", MoeFeedForward(spec, options, std::move(ep)));

@@ -20,12 +20,15 @@ namespace dtwin::nn {
 /// with experts). `recompute_core` as AttentionImpl's. With a tensor-parallel
 /// group `tp` of t > 1 members, attn and mlp hold the member's shards and each branch runs as
 /// leave_parallel_region(branch(enter_parallel_region(norm(x)))) (Megatron's f and g, or their
-/// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]).
+/// sequence-parallel all-gather and reduce-scatter, with x then [b, s/t, d]). With a
+/// context-parallel group `cp` of size > 1 the attention is ring attention over it (x holds the
+/// member's tokens; AttentionImpl).
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const ModelSpec& spec, int layer, double eps,
                    const torch::TensorOptions& options, bool recompute_core = false,
-                   TensorParallelGroup tp = {}, ExpertParallelGroup ep = {});
+                   TensorParallelGroup tp = {}, ExpertParallelGroup ep = {},
+                   ContextParallelGroup cp = {});
   /// x [b, s, d] ([b, s/t, d] under sequence parallelism), rotary tables cos, sin [s, hd] -> the
   /// shape of x.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);

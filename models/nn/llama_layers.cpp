@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "models/nn/recompute.hpp"
 
@@ -80,12 +81,13 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 
 AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads,
                              const torch::TensorOptions& options, dtwin::Attention core,
-                             bool recompute_core, int tp_size)
+                             bool recompute_core, int tp_size, ContextParallelGroup cp)
     : local_heads_(n_heads / tp_size),
       local_kv_heads_(n_kv_heads / tp_size),
       head_dim_(d_model / n_heads),
       core_(core),
-      recompute_core_(recompute_core) {
+      recompute_core_(recompute_core),
+      cp_(std::move(cp)) {
   const std::int64_t local_width = local_heads_ * head_dim_;
   const std::int64_t kv_width = local_kv_heads_ * head_dim_;
   wq = register_module("wq", SplitLinear(d_model, local_width, options));
@@ -104,7 +106,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
   const torch::Tensor v = heads(wv(x));
   const dtwin::Attention core = core_;
-  const RecomputedBody attention = [core](const std::vector<torch::Tensor>& in) {
+  const ContextParallelGroup cp = cp_;
+  const RecomputedBody attention = [core, cp](const std::vector<torch::Tensor>& in) {
+    if (cp.size > 1)
+      return ring_attention(in[0], in[1], in[2], cp,
+                            in[0].is_cpu() ? RingKernel::Fused : RingKernel::Math);
     return causal_attention(in[0], in[1], in[2], core);
   };
   const torch::Tensor out =

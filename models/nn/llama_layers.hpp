@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "models/nn/ring_attention.hpp"
 #include "models/nn/split_linear.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "models/spec/settings.hpp"
@@ -81,13 +82,15 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 /// bias). With `tp_size` t > 1 it holds one tensor-parallel member's h/t query heads and kv/t
 /// key/value heads (Megatron-LM; the caller checks that t divides both): wq [d/t, d], wk, wv
 /// [kv·hd/t, d] column-parallel, wo row-parallel [d, d/t], whose output is the member's partial
-/// sum (the caller reduces it, leave_parallel_region).
+/// sum (the caller reduces it, leave_parallel_region). With a context-parallel group `cp` of
+/// size > 1 the core is ring_attention over the group (x then holds the member's tokens,
+/// context_parallel_positions, and cos, sin their rows), by the fused kernel on the CPU.
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads,
                 const torch::TensorOptions& options,
                 dtwin::Attention core = dtwin::Attention::Flash, bool recompute_core = false,
-                int tp_size = 1);
+                int tp_size = 1, ContextParallelGroup cp = {});
   /// x [b, s, d], rotary tables cos, sin [s, hd] -> [b, s, d].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
@@ -97,6 +100,7 @@ class AttentionImpl : public torch::nn::Module {
   std::int64_t local_heads_, local_kv_heads_, head_dim_;
   dtwin::Attention core_;
   bool recompute_core_;
+  ContextParallelGroup cp_;
 };
 TORCH_MODULE(Attention);
 

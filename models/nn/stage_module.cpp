@@ -13,7 +13,7 @@ namespace dtwin::nn {
 namespace {
 
 void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
-                const TensorParallelGroup& tp) {
+                const TensorParallelGroup& tp, const ContextParallelGroup& cp) {
   const std::string where = "dtwin::nn::StageModule: ";
   if (spec.family != ModelFamily::Llama)
     throw std::invalid_argument(where + "only the llama family is implemented, got '" +
@@ -34,13 +34,18 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
                                 std::to_string(spec.n_layers) + ")");
   if (spec.moe.enabled() && tp.size > 1)
     throw std::invalid_argument(where + "a mixture of experts runs without tensor parallelism");
+  if (cp.size < 1 || spec.seq_len % (2 * cp.size) != 0)
+    throw std::invalid_argument(where + "context parallelism over " + std::to_string(cp.size) +
+                                " members needs seq_len to split into " +
+                                std::to_string(2 * cp.size) + " equal chunks");
   const auto splits = [&](std::int64_t n) { return n % tp.size == 0; };
   if (tp.size < 1 || !splits(spec.n_heads) || !splits(spec.kv_heads()) ||
       !splits(spec.ffn_hidden) || !splits(spec.vocab_size) ||
-      (tp.sequence_parallel && !splits(spec.seq_len)))
+      (tp.sequence_parallel && !splits(spec.seq_len / cp.size)))
     throw std::invalid_argument(where + "tensor parallelism over " + std::to_string(tp.size) +
                                 " members needs n_heads, n_kv_heads, ffn_hidden, vocab_size" +
                                 (tp.sequence_parallel ? " and seq_len" : "") +
+                                (tp.sequence_parallel && cp.size > 1 ? " (seq_len / cp)" : "") +
                                 " to be multiples of it");
 }
 
@@ -49,7 +54,8 @@ void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
 StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
                          bool has_head, std::uint64_t seed, torch::Device device,
                          torch::ScalarType dtype, Recompute recompute, TensorParallelGroup tp,
-                         std::optional<torch::ScalarType> compute, ExpertParallelGroup ep)
+                         std::optional<torch::ScalarType> compute, ExpertParallelGroup ep,
+                         ContextParallelGroup cp)
     : spec_(spec),
       first_layer_(first_layer),
       num_layers_(num_layers),
@@ -58,21 +64,25 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
       recompute_(recompute),
       tp_(std::move(tp)),
       ep_(std::move(ep)),
+      cp_(std::move(cp)),
       compute_(compute.value_or(dtype)) {
-  check_spec(spec, first_layer, num_layers, tp_);
+  check_spec(spec, first_layer, num_layers, tp_, cp_);
   if (ep_.size > 1 && (!spec.moe.enabled() || spec.moe.num_experts % ep_.size != 0))
     throw std::invalid_argument("dtwin::nn::StageModule: expert parallelism over " +
                                 std::to_string(ep_.size) +
                                 " members needs a mixture of experts whose experts it divides");
   ep_.collective_ns = tp_.collective_ns;  // a pass's inner communication is one figure
   ep_.helper_cpu_ns = tp_.helper_cpu_ns;
+  cp_.collective_ns = tp_.collective_ns;
+  cp_.helper_cpu_ns = tp_.helper_cpu_ns;
   const auto options = torch::TensorOptions().device(device).dtype(dtype);
   const std::int64_t vocab_shard = spec.vocab_size / tp_.size;
   if (has_embedding)
     embed_ = register_module("embed", TokenEmbedding(vocab_shard, spec.d_model, options));
   layer_dict_ = register_module("layers", torch::nn::ModuleDict());
   for (int i = first_layer; i < first_layer + num_layers; ++i) {
-    DecoderLayer layer(spec, i, kNormEps, options, recompute == Recompute::Selective, tp_, ep_);
+    DecoderLayer layer(spec, i, kNormEps, options, recompute == Recompute::Selective, tp_, ep_,
+                       cp_);
     layer_dict_->update({{std::to_string(i), layer.ptr()}});
     layers_.push_back(layer);
   }
@@ -86,10 +96,12 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
 }
 
 StageModule::StageModule(const Scenario& scenario, const StageLayers& stage, torch::Device device,
-                         torch::ScalarType dtype, TensorParallelGroup tp, ExpertParallelGroup ep)
+                         torch::ScalarType dtype, TensorParallelGroup tp, ExpertParallelGroup ep,
+                         ContextParallelGroup cp)
     : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
                   stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
-                  std::move(tp), dtype_of(scenario.training.precision), std::move(ep)) {}
+                  std::move(tp), dtype_of(scenario.training.precision), std::move(ep),
+                  std::move(cp)) {}
 
 std::vector<torch::Tensor> StageModule::expert_parameters(bool experts) const {
   std::vector<torch::Tensor> out;
@@ -120,8 +132,13 @@ torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tens
     x = input.to(compute_);
   }
   const std::int64_t head_dim = spec_.d_model / spec_.n_heads;
-  const std::int64_t seq_len = x.size(1) * (tp_.sequence_parallel ? tp_.size : 1);
-  const auto [cos, sin] = rotary_tables(seq_len, head_dim, kRopeBase, x.options());
+  const std::int64_t seq_len = x.size(1) * (tp_.sequence_parallel ? tp_.size : 1) * cp_.size;
+  auto [cos, sin] = rotary_tables(seq_len, head_dim, kRopeBase, x.options());
+  if (cp_.size > 1) {  // the rows of the member's tokens
+    const torch::Tensor positions = context_parallel_positions(seq_len, cp_, x.device());
+    cos = cos.index_select(0, positions);
+    sin = sin.index_select(0, positions);
+  }
   for (DecoderLayer& layer : layers_) {
     if (recompute_ != Recompute::Full) {
       x = layer(x, cos, sin);

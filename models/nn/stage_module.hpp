@@ -73,19 +73,23 @@ class StageModule : public torch::nn::Module {
   /// shards; throws std::invalid_argument unless tp.size divides n_heads, n_kv_heads, ffn_hidden
   /// and vocab_size, and under sequence parallelism seq_len. `ep` (size 1: none) makes it hold
   /// member ep.rank's experts of each MoE layer; throws std::invalid_argument unless the model
-  /// has experts that ep.size divides.
+  /// has experts that ep.size divides. `cp` (size 1: none) makes it member cp.rank of a
+  /// context-parallel group: its inputs and targets are the member's tokens of each sequence
+  /// ([b, s/cp], context_parallel_shard), its rotary positions theirs and its attention ring
+  /// attention; throws std::invalid_argument unless 2·cp.size divides seq_len.
   StageModule(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
               bool has_head, std::uint64_t seed, torch::Device device = torch::kCPU,
               torch::ScalarType dtype = torch::kFloat32, Recompute recompute = Recompute::None,
               TensorParallelGroup tp = {}, std::optional<torch::ScalarType> compute = {},
-              ExpertParallelGroup ep = {});
+              ExpertParallelGroup ep = {}, ContextParallelGroup cp = {});
   /// The stage `stage` of the scenario's StagePartition: scenario.model,
   /// scenario.training.seed and scenario.layout.recompute, computing at
   /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
   /// the parameters' dtype are the caller's choice (runtime.device is not read here).
   StageModule(const Scenario& scenario, const StageLayers& stage,
               torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kFloat32,
-              TensorParallelGroup tp = {}, ExpertParallelGroup ep = {});
+              TensorParallelGroup tp = {}, ExpertParallelGroup ep = {},
+              ContextParallelGroup cp = {});
 
   /// The stage's forward.
   ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
@@ -94,7 +98,8 @@ class StageModule : public torch::nn::Module {
   ///  - targets: int64 next-token ids [b, s], required on a stage with the head, else ignored.
   /// Returns the hidden states [b, s, d] ([b, s/t, d] under sequence parallelism), or on a stage
   /// with the head the scalar mean cross-entropy over all b·s targets (logits in fp32), the
-  /// same on every tensor-parallel member.
+  /// same on every tensor-parallel member. Under context parallelism s is the member's s/cp
+  /// tokens (and the loss their mean: the members' mean is the sequence's).
   torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
 
   const ModelSpec& spec() const { return spec_; }
@@ -106,6 +111,9 @@ class StageModule : public torch::nn::Module {
   /// The expert-parallel group; its all-to-alls count into tensor_parallel()'s collective
   /// counters, the communication inside the stage's passes.
   const ExpertParallelGroup& expert_parallel() const { return ep_; }
+  /// The context-parallel group; its ring's waits count into tensor_parallel()'s collective
+  /// counters, like the expert-parallel all-to-alls.
+  const ContextParallelGroup& context_parallel() const { return cp_; }
   /// The routed experts' parameters (`experts` true; expert_parallel_dim), which each member of
   /// the expert-parallel group holds for its own experts and which are reduced over the expert
   /// data-parallel group, or all the others (false), reduced over the data-parallel group.
@@ -135,6 +143,7 @@ class StageModule : public torch::nn::Module {
   Recompute recompute_;
   TensorParallelGroup tp_;
   ExpertParallelGroup ep_;
+  ContextParallelGroup cp_;
   torch::ScalarType compute_;
   std::shared_ptr<StashSlot> slot_ = std::make_shared<StashSlot>();
   TokenEmbedding embed_{nullptr};

@@ -69,8 +69,8 @@ bool follows_wait(const sched::ActionList& actions, std::size_t i) {
 struct ReplayStage {
   ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data,
               const nn::TensorParallelGroup& tp, torch::Device device,
-              const nn::ExpertParallelGroup& ep)
-      : run(scenario, cost, data, tp, device, ep) {
+              const nn::ExpertParallelGroup& ep, const nn::ContextParallelGroup& cp)
+      : run(scenario, cost, data, tp, device, ep, cp) {
     const torch::optim::AdamWOptions options =
         torch::optim::AdamWOptions(scenario.training.lr).weight_decay(0.1);
     const LayoutSpec& l = scenario.layout;
@@ -140,14 +140,15 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp,
                              CollectiveTimes* collectives, torch::Device device,
-                             const nn::ExpertParallelGroup& ep) {
+                             const nn::ExpertParallelGroup& ep,
+                             const nn::ContextParallelGroup& cp) {
   const sched::ActionList& actions = schedule.ranks.at(rank);
   const sched::Layout& layout = schedule.layout;
   const bool buckets = scenario.layout.gradient_buckets();
   std::map<int, ReplayStage> stages;
   for (const Action& a : actions)
     if (replayed(a, buckets))
-      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp, device, ep);
+      stages.try_emplace(a.stage, scenario, cost.stage(a.stage), data, tp, device, ep, cp);
   ActionSeconds seconds;
   for (int step = -warmup; step < steps; ++step) {
     std::map<std::pair<int, int>, torch::Tensor> outputs;

@@ -9,6 +9,7 @@
 
 #include "models/cost/cost_model.hpp"
 #include "models/nn/expert_parallel.hpp"
+#include "models/nn/ring_attention.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "models/spec/scenario.hpp"
 #include "runtime/data/token_dataset.hpp"
@@ -43,13 +44,16 @@ struct CollectiveTimes {
 /// so every member replays at once, and `collectives` (when set) receives each timed action's
 /// seconds in the group's collectives and the CPU its other threads ran meanwhile, in the same
 /// order. As member `ep` of an expert-parallel group (size > 1) the stages hold the member's
-/// experts and their all-to-alls count among those collectives. Throws
+/// experts and their all-to-alls count among those collectives; as member `cp` of a
+/// context-parallel group (size > 1) they hold the member's tokens and the ring's waits count
+/// among them too. Throws
 /// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                              const sched::Schedule& schedule, int rank, const TokenDataset& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp = {},
                              CollectiveTimes* collectives = nullptr,
                              torch::Device device = torch::kCPU,
-                             const nn::ExpertParallelGroup& ep = {});
+                             const nn::ExpertParallelGroup& ep = {},
+                             const nn::ContextParallelGroup& cp = {});
 
 }  // namespace dtwin::rt

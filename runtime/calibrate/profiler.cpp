@@ -36,20 +36,21 @@ namespace {
 
 constexpr double kMemberTimeout = 120;  // s a profile member waits for the others
 
-// A profile process's groups: the tensor-parallel group (layout.tp > 1) or the expert-parallel
-// group (layout.ep > 1, the runtime's MoE having tp 1) whose members compute together; each
-// stage's expert-parallel all-to-alls count into the tensor-parallel group's collective counters
-// (StageModule shares them), so tp.collective_seconds() is the passes' inner communication.
+// A profile process's groups: the tensor-parallel group (layout.tp > 1) and the
+// context-parallel group (layout.cp > 1), or the expert-parallel group (layout.ep > 1, the
+// runtime's MoE having tp 1 and cp 1), whose members compute together; each stage's
+// expert-parallel all-to-alls and context-parallel ring waits count into the tensor-parallel
+// group's collective counters (StageModule shares them), so tp.collective_seconds() is the
+// passes' inner communication.
 struct PassGroups {
   nn::TensorParallelGroup tp;
   nn::ExpertParallelGroup ep;
-  /// The group whose members compute together (null alone), this process's index in it, and
-  /// its size.
-  const c10::intrusive_ptr<c10d::Backend>& members() const {
-    return tp.size > 1 ? tp.backend : ep.backend;
-  }
-  int member() const { return tp.size > 1 ? tp.rank : ep.rank; }
-  int size() const { return tp.size > 1 ? tp.size : ep.size; }
+  nn::ContextParallelGroup cp;
+  /// Every member of the profile (null alone), this process's index among them (tp innermost,
+  /// then cp), and their number.
+  c10::intrusive_ptr<c10d::Backend> all;
+  int member = 0;
+  int size = 1;
 };
 
 // Times F, B, I, W and the optimizer step of one stage, one microbatch at a time, and the
@@ -60,7 +61,7 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
                            const TokenDataset& data, const ProfileOptions& options,
                            const PassGroups& groups, const torch::Device& device) {
   const nn::TensorParallelGroup& tp = groups.tp;
-  StageRun run(scenario, cost.stage(s), data, tp, device, groups.ep);
+  StageRun run(scenario, cost.stage(s), data, tp, device, groups.ep, groups.cp);
   const auto timed = [&](const std::function<void()>& body) {
     return device_seconds(device, body);
   };
@@ -112,15 +113,16 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 // with one intra-op thread, where the process's other threads are the collectives' alone.
 void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
                             const sched::Schedule& schedule, const TokenDataset& data, int p,
-                            int steps, const nn::TensorParallelGroup& tp,
-                            const torch::Device& device, std::vector<StageSeconds>& stages) {
+                            int steps, const PassGroups& groups, const torch::Device& device,
+                            std::vector<StageSeconds>& stages) {
+  const nn::TensorParallelGroup& tp = groups.tp;
   if (tp.size == 1 || !device.is_cpu() || at::get_num_threads() != 1) return;
   CollectiveTimes collectives;
   {
-    const int others_busy = std::max(0, scenario.cluster.ranks_per_device - tp.size);
-    const BusyProcesses others(tp.rank == 0 ? others_busy : 0);
+    const int others_busy = std::max(0, scenario.cluster.ranks_per_device - groups.size);
+    const BusyProcesses others(groups.member == 0 ? others_busy : 0);
     replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
-                   &collectives, device);
+                   &collectives, device, groups.ep, groups.cp);
   }
   for (const auto& [action, cpu] : collectives.helper_cpu) {
     StageSeconds& stage = stages.at(action.first);
@@ -153,11 +155,11 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
   const double wanted = step_seconds > 0 ? std::ceil(kMinReplaySeconds / step_seconds) : fewest;
   torch::Tensor steps = torch::tensor(
       {static_cast<int64_t>(std::clamp<double>(wanted, fewest, kMaxReplayFactor * fewest))});
-  if (groups.size() > 1) {
+  if (groups.size > 1) {
     std::vector<torch::Tensor> buffers{steps};
     c10d::AllreduceOptions largest;
     largest.reduceOp = c10d::ReduceOp::MAX;
-    groups.members()->allreduce(buffers, largest)->wait();
+    groups.all->allreduce(buffers, largest)->wait();
   }
   return static_cast<int>(steps.item<int64_t>());
 }
@@ -182,7 +184,7 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
     CollectiveTimes collectives;
     const ActionSeconds replayed =
         replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
-                       &collectives, device, groups.ep);
+                       &collectives, device, groups.ep, groups.cp);
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = mean(seconds);
@@ -218,7 +220,7 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
         seconds[i] -= collectives.seconds.at(action)[i];
     for (const auto& [stage, variation] : step_variation(compute, steps))
       stages.at(stage).variation = variation;
-    measure_collective_cpu(scenario, cost, schedule, data, p, steps, tp, device, stages);
+    measure_collective_cpu(scenario, cost, schedule, data, p, steps, groups, device, stages);
   }
 }
 
@@ -231,8 +233,8 @@ std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostMod
   // On runtime.device cuda, the GPU that the member takes in training, as local rank
   // member() of size().
   RankEnv member;
-  member.local_rank = groups.member();
-  member.local_world_size = groups.size();
+  member.local_rank = groups.member;
+  member.local_world_size = groups.size;
   const torch::Device device = rank_device(scenario.runtime, member);
   std::vector<StageSeconds> stages;
   for (int s = 0; s < cost.num_stages(); ++s)
@@ -243,11 +245,11 @@ std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostMod
   return stages;
 }
 
-// Processes that profile together: the tensor-parallel group's layout.tp, or without tensor
-// parallelism the expert-parallel group's layout.ep.
+// Processes that profile together: a context-parallel group of tensor-parallel groups,
+// layout.tp · layout.cp, or without either the expert-parallel group's layout.ep.
 int profile_members(const Scenario& scenario) {
   const LayoutSpec& l = scenario.layout;
-  return l.tp > 1 ? l.tp : l.ep;
+  return l.tp * l.cp > 1 ? l.tp * l.cp : l.ep;
 }
 
 // Member `member` of the profile's group of profile_members processes, which rendezvous
@@ -257,14 +259,27 @@ PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d
   const LayoutSpec& l = scenario.layout;
   // On a GPU, Gloo through host copies (the members share this host's GPUs).
   const bool on_gpu = scenario.runtime.device == RuntimeDevice::Cuda;
-  const auto group =
-      make_group(Backend::Gloo, store, "profile-members", member, profile_members(scenario),
-                 kMemberTimeout, {"127.0.0.1", {}, on_gpu});
+  const GlooBinding bind{"127.0.0.1", {}, on_gpu};
+  const auto make = [&](const std::string& name, int rank, int size) {
+    return make_group(Backend::Gloo, store, name, rank, size, kMemberTimeout, bind);
+  };
   PassGroups groups;
+  groups.size = profile_members(scenario);
+  groups.member = member;
+  groups.all = make("profile-members", member, groups.size);
+  if (l.tp * l.cp == 1) {
+    groups.ep = {groups.all, member, l.ep};
+    return groups;
+  }
+  // Members numbered as in training: tp innermost, then cp.
+  const int tp_index = member % l.tp, cp_index = member / l.tp;
+  const auto subgroup = [&](const std::string& name, int index, int rank, int size) {
+    return size == groups.size ? groups.all : make(name + std::to_string(index), rank, size);
+  };
   if (l.tp > 1)
-    groups.tp = {group, member, l.tp, l.sequence_parallel};
-  else
-    groups.ep = {group, member, l.ep};
+    groups.tp = {subgroup("profile-tp/", cp_index, tp_index, l.tp), tp_index, l.tp,
+                 l.sequence_parallel};
+  if (l.cp > 1) groups.cp = {subgroup("profile-cp/", tp_index, cp_index, l.cp), cp_index, l.cp};
   return groups;
 }
 
@@ -274,14 +289,17 @@ PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d
 // (Megatron's f and g, or the sequence-parallel gathers and scatters) and the other members
 // busy at the same time, as in training. Likewise with layout.ep > 1 (and tp 1) the members of
 // an expert-parallel group, each holding its experts, exchanging token copies by all-to-all in
-// every MoE layer (each member routes the same batch).
+// every MoE layer (each member routes the same batch), and with layout.cp > 1 the
+// layout.tp · layout.cp members of a context-parallel group of tensor-parallel groups, each
+// holding its tokens and passing keys and values around its ring.
 std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostModel& cost,
                                           const TokenDataset& data, const ProfileOptions& options) {
   const int size = profile_members(scenario);
   if (size == 1) return measure_stages(scenario, cost, data, options, {});
   if (options.member_command.empty())
     throw std::invalid_argument(
-        "measure_profile: layout.tp or layout.ep > 1 needs ProfileOptions::member_command");
+        "measure_profile: layout.tp, layout.cp or layout.ep > 1 needs "
+        "ProfileOptions::member_command");
   const auto store = tcp_store("127.0.0.1", 0, true, kMemberTimeout);
   std::vector<pid_t> members;
   for (int member = 1; member < size; ++member) {
@@ -377,7 +395,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v18|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v19|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
@@ -392,7 +410,8 @@ std::string profile_cache_path(const Scenario& scenario) {
       (l.sequence_parallel ? "sp" : "") + "|" + std::to_string(l.zero) + "|" +
       std::string(kRecomputeNames.name(l.recompute)) + "|" +
       std::string(sched::kScheduleKindNames.name(l.schedule)) + "|" + std::to_string(m.kv_heads()) +
-      "|" + std::to_string(l.ep);
+      "|" + std::to_string(l.ep) + "|" + std::to_string(l.cp) +
+      std::string(kCpCommTypeNames.name(l.cp_comm_type));
   // A mixture of experts: its sizes, routing and capacity change every MoE layer's passes.
   const MoeSpec& e = m.moe;
   if (e.enabled())

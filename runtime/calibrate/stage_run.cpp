@@ -4,13 +4,14 @@ namespace dtwin::rt {
 
 StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
                    const nn::TensorParallelGroup& tp, torch::Device device,
-                   const nn::ExpertParallelGroup& ep)
+                   const nn::ExpertParallelGroup& ep, const nn::ContextParallelGroup& cp)
     : stage(stage),
-      module(std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp, ep)),
+      module(
+          std::make_shared<nn::StageModule>(scenario, stage, device, torch::kFloat32, tp, ep, cp)),
       device(device) {
   const ModelSpec& m = scenario.model;
   const int b = scenario.layout.micro_batch_size;
-  const int64_t sequence = m.seq_len / (tp.sequence_parallel ? tp.size : 1);
+  const int64_t sequence = m.seq_len / cp.size / (tp.sequence_parallel ? tp.size : 1);
   // An expert-parallel member reads its own sequences (replica ep.rank's first), as in training.
   load(data.batch(0, ep.size > 1 ? ep.rank : 0, 0, scenario.layout.dp, 1, b,
                   scenario.training.seed));
@@ -21,7 +22,9 @@ StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const Tok
 }
 
 void StageRun::load(const Batch& next) {
-  batch = {next.inputs.to(device), next.targets.to(device)};
+  const nn::ContextParallelGroup& cp = module->context_parallel();
+  batch = {nn::context_parallel_shard(next.inputs, cp).to(device),
+           nn::context_parallel_shard(next.targets, cp).to(device)};
   if (stage.has_embedding) input = batch.inputs;
 }
 

@@ -20,14 +20,16 @@ namespace dtwin::rt {
 /// a tensor-parallel group `tp` of size > 1 the module is member tp.rank's shards, whose forward
 /// and backward run the group's collectives (every member must run the same passes); with an
 /// expert-parallel group `ep` of size > 1 it holds member ep.rank's experts and its MoE layers
-/// exchange token copies with the other members.
+/// exchange token copies with the other members; with a context-parallel group `cp` of size > 1
+/// it holds member cp.rank's tokens of each sequence (seq_len/cp of them) and its attention
+/// passes keys and values around the group's ring.
 struct StageRun {
   StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
            const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU,
-           const nn::ExpertParallelGroup& ep = {});
+           const nn::ExpertParallelGroup& ep = {}, const nn::ContextParallelGroup& cp = {});
 
-  /// Makes `next` (on the CPU) the batch, on the stage's device, and on a stage with the
-  /// embedding its input.
+  /// Makes `next` (on the CPU; whole sequences) the batch, the context-parallel member's tokens
+  /// of it on the stage's device, and on a stage with the embedding its input.
   void load(const Batch& next);
 
   /// The stage's output: the loss on the last stage, else hidden states.
