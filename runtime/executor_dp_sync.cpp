@@ -111,7 +111,7 @@ void Executor::reduce_expert_gradients(const sched::Action& a) {
   // Summed over the expert data-parallel group, each member's gradient already covering the
   // microbatches of its whole expert-parallel group: over dp replicas' microbatches in all, as
   // the dense gradients are averaged (Megatron-Core scales expert gradients by edp/dp alike).
-  copy_slices(flat / schedule_.layout.dp, grads);
+  copy_slices(flat.div_(schedule_.layout.dp), grads);
 }
 
 }  // namespace dtwin::rt

@@ -52,7 +52,8 @@ torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int 
 
 void write_average(const torch::Tensor& flat, int replicas,
                    const std::vector<torch::Tensor>& tensors) {
-  copy_slices(flat.narrow(0, 0, flat.numel() - replicas) / replicas, tensors);
+  // In place: a divided copy would hold the buffer's size once more.
+  copy_slices(flat.narrow(0, 0, flat.numel() - replicas).div_(replicas), tensors);
 }
 
 }  // namespace dtwin::rt

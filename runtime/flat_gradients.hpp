@@ -30,7 +30,7 @@ std::vector<torch::Tensor> sync_tensors(const std::vector<torch::Tensor>& parame
 torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int slots);
 
 /// Writes the leading Σ numel elements of `flat` (flatten_with_slots' layout), divided by
-/// `replicas`, back into `tensors`: the average after the group's sum.
+/// `replicas` in place, back into `tensors`: the average after the group's sum.
 void write_average(const torch::Tensor& flat, int replicas,
                    const std::vector<torch::Tensor>& tensors);
 

@@ -338,12 +338,30 @@ TEST_CASE("train, run and profile refuse what this build cannot execute, with ex
           std::string("layout.tp_comm_overlap=true --set layout.tp=2 --set "
                       "layout.sequence_parallel=true --set cluster.ranks_per_device=6"),
           std::string("layout.zero3_gather=layer --set layout.zero=3 --set layout.dp=3 --set "
-                      "layout.pp=1")}) {
+                      "layout.pp=1"),
+          std::string("layout.cp_comm_type=all_gather --set layout.cp=2 --set "
+                      "model.attention=flash --set cluster.ranks_per_device=6")}) {
       const Result result = run_dtwin(command + kQuickstart + " --set " + set);
       INFO(command << set << "\n" << result.output);
       CHECK(result.exit_code == 2);
       CHECK_THAT(result.output, Catch::Contains(set.substr(0, set.find('='))));
     }
+}
+
+TEST_CASE(
+    "train refuses ep not dividing the experts and cp not splitting seq_len into 2·cp chunks "
+    "before any rank starts, with exit 2 and file:line") {
+  for (const auto& bad : dtwin::test::bad_scenarios()) {
+    const std::string name = std::filesystem::path(bad.path).filename().string();
+    if (name != "cp_not_dividing_seq_len.yaml" && name != "moe_ep_not_dividing_experts.yaml")
+      continue;
+    const Result result = run_dtwin("train " + bad.path + " -o train-refused");
+    INFO(bad.path << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains(bad.path + ":" + bad.line + ":"));
+    CHECK_THAT(result.output, !Catch::Contains("local ranks"));  // no rank was started
+    CHECK(!std::filesystem::exists("train-refused"));
+  }
 }
 
 TEST_CASE("simulate costs a mixture of experts") {

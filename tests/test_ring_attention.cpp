@@ -2,17 +2,22 @@
 // sequence: cp members on threads of one Gloo group, each holding its 2 load-balanced chunks,
 // must give the rows of the whole sequence's output that they hold and the same gradients of
 // their queries, keys and values, with both block kernels, for multi-head and grouped-query
-// attention; and each member must send exactly the closed form's bytes.
+// attention; and each member must send exactly the closed form's bytes. A whole LLaMA split over
+// cp = 2 members, and over cp = 2 × tp = 2 with sequence parallelism and grouped-query attention,
+// must give the whole model's loss and, averaged over the members, its gradients.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "models/cost/context_parallel.hpp"
 #include "models/nn/llama_layers.hpp"
+#include "models/nn/param_init.hpp"
 #include "models/nn/ring_attention.hpp"
+#include "models/nn/stage_module.hpp"
 #include "runtime/process_groups.hpp"
 #include "tests/tiny_llama.hpp"
 
@@ -116,4 +121,79 @@ TEST_CASE("context-parallel positions are the two balanced chunks", "[cp]") {
                      torch::tensor({0, 1, 6, 7}, torch::kLong)));
   CHECK_THROWS_WITH(nn::context_parallel_positions(6, group),
                     Catch::Contains("does not split into 4 equal chunks"));
+}
+
+TEST_CASE(
+    "a LLaMA split over cp=2, and over cp=2 x tp=2 with sequence parallelism and grouped-query "
+    "attention, gives the whole model's loss and gradients",
+    "[cp]") {
+  ModelSpec spec = test::tiny_llama();
+  spec.attention = Attention::Flash;
+  const int tp = GENERATE(1, 2);
+  spec.n_kv_heads = tp == 1 ? 0 : 2;
+  constexpr int kCp = 2;
+  CAPTURE(tp);
+  const test::WholeModel whole = test::whole_model(spec);
+  const auto& [ids, targets, loss, grads, largest] = whole;
+
+  // Members numbered tp innermost, then cp, with a tensor-parallel group per cp index and a
+  // context-parallel group per tp index, rendezvousing through one store, each member with a
+  // client of its own (a client's blocking wait holds its connection).
+  const auto store = rt::tcp_store("127.0.0.1", 0, true, 60);
+  const int members = kCp * tp;
+  std::mutex mutex;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (int member = 0; member < members; ++member)
+    threads.emplace_back([&, member] {
+      torch::set_num_threads(1);
+      const int tp_index = member % tp, cp_index = member / tp;
+      const c10::intrusive_ptr<c10d::Store> client =
+          rt::tcp_store("127.0.0.1", store->getPort(), false, 60);
+      const auto make = [&](const std::string& name, int rank, int size) {
+        return rt::make_group(Backend::Gloo, client, name, rank, size, 60, {"127.0.0.1", {}});
+      };
+      nn::TensorParallelGroup tensor;
+      if (tp > 1)
+        tensor = {make("tp/" + std::to_string(cp_index), tp_index, tp), tp_index, tp, true};
+      const nn::ContextParallelGroup context{make("cp/" + std::to_string(tp_index), cp_index, kCp),
+                                             cp_index, kCp};
+      nn::StageModule model(spec, 0, spec.n_layers, true, true, 5, torch::kCPU, torch::kFloat32,
+                            Recompute::None, tensor, {}, {}, context);
+      const torch::Tensor l = model.forward(nn::context_parallel_shard(ids, context),
+                                            nn::context_parallel_shard(targets, context));
+      l.backward();
+      // The sequence's loss is the members' mean, its gradients the mean of theirs; under
+      // sequence parallelism the norms' gradients are summed over the tensor-parallel group.
+      std::vector<torch::Tensor> mean{l.detach().clone()};
+      context.backend->allreduce(mean)->wait();
+      for (const torch::Tensor& p : model.parameters()) {
+        std::vector<torch::Tensor> g{p.grad()};
+        context.backend->allreduce(g)->wait();
+        p.grad().div_(kCp);
+      }
+      if (tp > 1)
+        for (const torch::Tensor& p : model.replicated_parameters()) {
+          std::vector<torch::Tensor> g{p.grad()};
+          tensor.backend->allreduce(g)->wait();
+        }
+      const std::lock_guard<std::mutex> lock(mutex);
+      const double loss_error = std::abs(mean[0].item<double>() / kCp - loss);
+      if (loss_error > 1e-5 * loss)
+        failures.push_back("member " + std::to_string(member) + " loss " +
+                           std::to_string(loss_error));
+      for (const auto& item : model.named_parameters()) {
+        const std::optional<int> dim = tp > 1 ? nn::tensor_parallel_dim(item.key()) : std::nullopt;
+        const torch::Tensor& want = grads.at(item.key());
+        const int64_t size = dim ? item.value().size(*dim) : 0;
+        const torch::Tensor slice = dim ? want.narrow(*dim, tp_index * size, size) : want;
+        const double error = (item.value().grad() - slice).abs().max().item<double>();
+        if (error > 1e-6 * largest)
+          failures.push_back("member " + std::to_string(member) + " " + item.key() + " " +
+                             std::to_string(error / largest));
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  INFO(failures.size() << " mismatches, first: " << (failures.empty() ? "" : failures.front()));
+  CHECK(failures.empty());
 }

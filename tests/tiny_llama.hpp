@@ -5,10 +5,12 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
 
+#include "models/nn/stage_module.hpp"
 #include "models/spec/scenario.hpp"
 
 namespace dtwin::test {
@@ -48,6 +50,29 @@ inline double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
   const double scale = b.abs().max().item<double>();
   const double diff = (a - b).abs().max().item<double>();
   return scale == 0 ? diff : diff / scale;
+}
+
+/// The whole model of `spec` (seed 5) on a fixed batch of 2 sequences (token seeds 3 and 4):
+/// the reference that split models are checked against.
+struct WholeModel {
+  torch::Tensor ids, targets;                  ///< int64 [2, seq_len]
+  double loss = 0;                             ///< its mean cross-entropy
+  std::map<std::string, torch::Tensor> grads;  ///< every parameter's gradient
+  double largest = 0;                          ///< the largest gradient element's magnitude
+};
+
+inline WholeModel whole_model(const ModelSpec& spec) {
+  WholeModel w;
+  w.ids = random_tokens(2, spec.seq_len, spec.vocab_size, 3);
+  w.targets = random_tokens(2, spec.seq_len, spec.vocab_size, 4);
+  nn::StageModule whole(spec, 0, spec.n_layers, true, true, 5);
+  const torch::Tensor loss = whole.forward(w.ids, w.targets);
+  loss.backward();
+  w.loss = loss.item<double>();
+  w.grads = snapshot(whole, true);
+  for (const auto& [name, g] : w.grads)
+    w.largest = std::max(w.largest, g.abs().max().item<double>());
+  return w;
 }
 
 /// True when `name` is the weight of a SplitLinear layer (its gradient is deferred under a stash).
