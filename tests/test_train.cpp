@@ -386,7 +386,7 @@ TEST_CASE(
 
 TEST_CASE(
     "context parallelism trains the single-rank model: cp=2, cp=2 x dp=2, cp=2 x pp=2 with "
-    "ZB-H1, cp=2 x tp=2 with sequence parallelism; its ring bytes equal the simulator's",
+    "ZB-H1, cp=2 x tp=2 with sequence parallelism, its ring bytes equal to the simulator's",
     "[threads]") {
   // Ring attention runs on the fused kernel: the reference too.
   const std::string flash = " --set model.attention=flash";
