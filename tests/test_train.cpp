@@ -385,8 +385,9 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "context parallelism trains the single-rank model: cp=2, cp=2 x dp=2, cp=2 x pp=2 with "
-    "ZB-H1, cp=2 x tp=2 with sequence parallelism, its ring bytes equal to the simulator's",
+    "context parallelism trains the single-rank model: cp=2, cp=2 x dp=2, cp=2 with full "
+    "recomputation, cp=2 x pp=2 with ZB-H1, cp=2 x tp=2 with sequence parallelism, its ring "
+    "bytes equal to the simulator's",
     "[threads]") {
   // Ring attention runs on the fused kernel: the reference too.
   const std::string flash = " --set model.attention=flash";
@@ -397,6 +398,7 @@ TEST_CASE(
   for (const auto& [name, layout] :
        {std::pair<std::string, std::string>{"cp2", layout_args(1, 1, 4, "1f1b") + cp2(2)},
         {"cp2-dp2", layout_args(2, 1, 2, "1f1b") + cp2(4)},
+        {"cp2-recompute", layout_args(1, 1, 4, "1f1b") + cp2(2) + " --set layout.recompute=full"},
         {"cp2-pp2", layout_args(1, 2, 4, "zb-h1") + cp2(4)},
         {"cp2-tp2", layout_args(1, 1, 4, "1f1b", 1, "allreduce", 2) + cp2(4) +
                         " --set layout.sequence_parallel=true"}}) {
@@ -406,10 +408,11 @@ TEST_CASE(
     const std::vector<double> predicted = predicted_per_rank(name, layout, "cp_exchange_bytes");
     CHECK(trained.cp_exchange == predicted);
     // Per layer and microbatch 3 sends of one chunk pair of keys and values (forward 1, backward
-    // 2): [b = 1, 32 tokens, kv·hd = 64 / tp columns] floats each for K and V.
-    const double tp = name == "cp2-tp2" ? 2 : 1;
+    // 2; 4 when the recomputed forward sends again): [b = 1, 32 tokens, kv·hd = 64 / tp columns]
+    // floats each for K and V.
+    const double tp = name == "cp2-tp2" ? 2 : 1, sends = name == "cp2-recompute" ? 4 : 3;
     const double layers = name == "cp2-pp2" ? 3 : 6, microbatches = name == "cp2-dp2" ? 2 : 4;
-    CHECK(predicted.at(0) == layers * microbatches * 3 * 2 * 32 * (64 / tp) * 4);
+    CHECK(predicted.at(0) == layers * microbatches * sends * 2 * 32 * (64 / tp) * 4);
   }
 }
 
