@@ -8,28 +8,18 @@
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
 #include <vector>
+
+#include "models/nn/counted_group.hpp"
 
 namespace dtwin::nn {
 
-/// A rank's expert-parallel group: `size` members, member `rank` holding the experts
-/// [rank·E/size, (rank + 1)·E/size) of each MoE layer. size 1 (the default, no backend): every
-/// expert is local and nothing is exchanged.
-struct ExpertParallelGroup {
-  c10::intrusive_ptr<c10d::Backend> backend;
-  int rank = 0;
-  int size = 1;
-  /// Wall and helper-thread CPU nanoseconds of the all-to-alls; StageModule points them at its
-  /// tensor-parallel group's counters, so that a pass's inner communication is one figure.
-  std::shared_ptr<std::atomic<int64_t>> collective_ns = std::make_shared<std::atomic<int64_t>>(0);
-  std::shared_ptr<std::atomic<int64_t>> helper_cpu_ns = std::make_shared<std::atomic<int64_t>>(0);
-  /// Bytes of token rows (activations forward, their gradients backward) that this member's
-  /// all-to-alls sent to the other members; the rows a member keeps are not counted.
-  std::shared_ptr<std::atomic<int64_t>> bytes_sent = std::make_shared<std::atomic<int64_t>>(0);
-};
+/// A rank's expert-parallel group: member `rank` of `size` holds the experts
+/// [rank·E/size, (rank + 1)·E/size) of each MoE layer; bytes_sent counts the token rows
+/// (activations forward, their gradients backward) sent to the other members. size 1: every
+/// expert is local.
+using ExpertParallelGroup = CountedGroup;
 
 /// Per-member counts exchanged: `counts` int64 [size·n] holds n counts for each member in member
 /// order; returns int64 [size·n], the n counts each member sent to this one, in member order

@@ -123,6 +123,37 @@ class Ring {
   int next_, previous_;
 };
 
+// The keys and values [2, b, kv, n, hd] a member holds at a ring step, and the next step's on
+// their way while it computes: sent to the next member, received from the previous one.
+class KeyValueSteps {
+ public:
+  KeyValueSteps(Ring& ring, const torch::Tensor& k, const torch::Tensor& v)
+      : ring_(ring), kv_(torch::stack({k, v}).contiguous()) {}
+
+  const torch::Tensor& current() const { return kv_; }
+  /// Starts passing the current ones on, unless this step is the last.
+  void post(bool more) {
+    if (!more) return;
+    next_ = torch::empty_like(kv_);
+    sent_ = ring_.send(kv_, kKeyValueTag);
+    received_ = ring_.receive(next_, kKeyValueTag);
+  }
+  /// Makes the received ones current, after both messages completed.
+  void advance() {
+    if (!sent_) return;
+    ring_.wait(sent_);
+    ring_.wait(received_);
+    kv_ = next_;
+    sent_.reset();
+    received_.reset();
+  }
+
+ private:
+  Ring& ring_;
+  torch::Tensor kv_, next_;
+  c10::intrusive_ptr<c10d::Work> sent_, received_;
+};
+
 // Adds `part` (the rows [row, row + rows) of the member's queries) into `acc` (fp32 out and lse
 // of all rows): lse' = log(e^lse + e^lse_part), out' = out·e^(lse - lse') + out_part·e^(lse_part
 // - lse').
@@ -148,17 +179,12 @@ Partial ring_forward(const torch::Tensor& q, const torch::Tensor& k, const torch
                      const ContextParallelGroup& cp, const Block& block) {
   const int64_t n = q.size(2), half = n / 2;
   Ring ring(cp);
-  torch::Tensor kv = torch::stack({k, v}).contiguous();  // [2, b, kv, n, hd]
+  KeyValueSteps steps(ring, k, v);
   Partial acc;
   for (int i = 0; i < cp.size; ++i) {
     const int j = (cp.rank - i + cp.size) % cp.size;
-    torch::Tensor next;
-    c10::intrusive_ptr<c10d::Work> sent, received;
-    if (i + 1 < cp.size) {
-      next = torch::empty_like(kv);
-      sent = ring.send(kv, kKeyValueTag);
-      received = ring.receive(next, kKeyValueTag);
-    }
+    steps.post(i + 1 < cp.size);
+    const torch::Tensor& kv = steps.current();
     switch (step_kind(i, j, cp.rank)) {
       case StepKind::Own: {
         const Partial own = block.forward(q, k, v, /*causal=*/true);
@@ -172,11 +198,7 @@ Partial ring_forward(const torch::Tensor& q, const torch::Tensor& k, const torch
       case StepKind::SecondHalfQueries:
         merge(acc, block.forward(q.narrow(2, half, half), kv[0], kv[1], false), half, half);
     }
-    if (sent) {
-      ring.wait(sent);
-      ring.wait(received);
-      kv = next;
-    }
+    steps.advance();
   }
   return acc;
 }
@@ -188,7 +210,7 @@ std::vector<torch::Tensor> ring_backward(const torch::Tensor& dout, const torch:
   torch::NoGradGuard no_grad;
   const int64_t n = q.size(2), half = n / 2;
   Ring ring(cp);
-  torch::Tensor kv = torch::stack({k, v}).contiguous();
+  KeyValueSteps steps(ring, k, v);
   torch::Tensor dq = torch::zeros(q.sizes(), q.options().dtype(torch::kFloat32));
   torch::Tensor own;       // the gradients of this member's keys and values [2, b, kv, n, hd]
   torch::Tensor incoming;  // another member's accumulated gradients, received
@@ -197,13 +219,8 @@ std::vector<torch::Tensor> ring_backward(const torch::Tensor& dout, const torch:
   std::vector<torch::Tensor> in_flight;  // the sent gradients, alive until their sends complete
   for (int i = 0; i < cp.size; ++i) {
     const int j = (cp.rank - i + cp.size) % cp.size;
-    torch::Tensor next;
-    c10::intrusive_ptr<c10d::Work> sent, received;
-    if (i + 1 < cp.size) {
-      next = torch::empty_like(kv);
-      sent = ring.send(kv, kKeyValueTag);
-      received = ring.receive(next, kKeyValueTag);
-    }
+    steps.post(i + 1 < cp.size);
+    const torch::Tensor& kv = steps.current();
     torch::Tensor dkv;  // the gradients of member j's keys and values from this member's queries
     switch (step_kind(i, j, cp.rank)) {
       case StepKind::Own: {
@@ -242,11 +259,7 @@ std::vector<torch::Tensor> ring_backward(const torch::Tensor& dout, const torch:
       incoming = torch::empty_like(kv);
       incoming_received = ring.receive(incoming, kGradientTag);
     }
-    if (sent) {
-      ring.wait(sent);
-      ring.wait(received);
-      kv = next;
-    }
+    steps.advance();
   }
   if (cp.size > 1) {
     ring.wait(incoming_received);  // this member's own, from the member before it

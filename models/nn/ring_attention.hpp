@@ -18,25 +18,16 @@
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
+
+#include "models/nn/counted_group.hpp"
 
 namespace dtwin::nn {
 
-/// A rank's context-parallel group: `size` members (the ring), this one `rank`. size 1 (the
-/// default, no backend): the whole sequence is local and nothing is exchanged.
-struct ContextParallelGroup {
-  c10::intrusive_ptr<c10d::Backend> backend;
-  int rank = 0;
-  int size = 1;
-  /// Wall nanoseconds spent waiting for the ring's messages, and the CPU the process's other
-  /// threads ran meanwhile; StageModule points them at its tensor-parallel group's counters.
-  std::shared_ptr<std::atomic<int64_t>> collective_ns = std::make_shared<std::atomic<int64_t>>(0);
-  std::shared_ptr<std::atomic<int64_t>> helper_cpu_ns = std::make_shared<std::atomic<int64_t>>(0);
-  /// Bytes of keys, values and their gradients this member sent to the next.
-  std::shared_ptr<std::atomic<int64_t>> bytes_sent = std::make_shared<std::atomic<int64_t>>(0);
-};
+/// A rank's context-parallel group: the ring of `size` members, this one `rank`; bytes_sent
+/// counts the keys, values and their gradients sent to the next member. size 1: the whole
+/// sequence is local.
+using ContextParallelGroup = CountedGroup;
 
 /// The positions in a sequence of `seq_len` tokens that member cp.rank holds, in its order: chunk
 /// cp.rank then chunk 2·cp.size − 1 − cp.rank of 2·cp.size equal chunks; int64 [seq_len / cp.size]
