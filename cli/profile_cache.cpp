@@ -71,6 +71,11 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
           s, profile.stages[s].tp_forward * 1e3, profile.stages[s].tp_backward * 1e3,
           scenario.layout.tp > 1 ? "tensor-parallel collectives" : "expert-parallel all-to-alls",
           profile.stages[s].tp_forward_cpu * 1e3, profile.stages[s].tp_backward_cpu * 1e3);
+  if (profile.members_concurrency != 1)
+    std::printf(
+        "compute divided by x%.3f, the slowdown of the profile's %d members computing at once "
+        "(the simulator applies the ranks' sharing of the cores itself)\n",
+        profile.members_concurrency, rt::profile_members(scenario));
   std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
               profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
               profile.allreduce_ranks);

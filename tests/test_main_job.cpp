@@ -242,4 +242,8 @@ TEST_CASE(
   CHECK(s.tp_forward < s.forward);
   CHECK(s.tp_backward > 0);
   CHECK(s.tp_backward < s.backward);
+  // The 2 members computed at once on the scenario's 2 cores, which the simulator applies to its
+  // 2 ranks itself: the compute was divided by the slowdown of 2 processes busy.
+  REQUIRE(profile.concurrency.size() == 2);
+  CHECK(profile.members_concurrency == Approx(profile.concurrency_slowdown(2)).epsilon(1e-6));
 }

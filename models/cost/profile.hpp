@@ -133,8 +133,12 @@ struct Profile {
   /// Empty: not measured.
   std::vector<double> late_receive;
   std::vector<StageSeconds> stages;  ///< one per stage, in stage order
-  double p2p_latency = 0;            ///< seconds
-  double p2p_bandwidth = 0;          ///< bytes/s
+  /// The slowdown (dimensionless, > 0; the concurrency curve's ratio) that the stages' compute was divided by: the profile's
+  /// members that the simulator runs as ranks of their own (expert- or context-parallel) computed
+  /// at once while timed, and the simulator applies their sharing of the cores itself. 1: none.
+  double members_concurrency = 1;
+  double p2p_latency = 0;    ///< seconds
+  double p2p_bandwidth = 0;  ///< bytes/s
   /// Slowdown of one point-to-point transfer between two ranks of one host (a pipeline message
   /// of p2p's size) while k = 1, 2, ... such transfers run at once between k pairs of its ranks:
   /// p2p_concurrency[k-1] = seconds with k / seconds alone. Empty: not measured, and the

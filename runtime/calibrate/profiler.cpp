@@ -15,6 +15,7 @@
 
 #include "models/cost/cost_model.hpp"
 #include "models/cost/gemm_fit.hpp"
+#include "models/cost/rank_sharing.hpp"
 #include "runtime/calibrate/busy_processes.hpp"
 #include "runtime/calibrate/comm_benchmark.hpp"
 #include "runtime/calibrate/compute_replay.hpp"
@@ -253,13 +254,6 @@ std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostMod
   return stages;
 }
 
-// Processes that profile together: a context-parallel group of tensor-parallel groups,
-// layout.tp · layout.cp, or without either the expert-parallel group's layout.ep.
-int profile_members(const Scenario& scenario) {
-  const LayoutSpec& l = scenario.layout;
-  return l.tp * l.cp > 1 ? l.tp * l.cp : l.ep;
-}
-
 // Member `member` of the profile's group of profile_members processes, which rendezvous
 // through `store`.
 PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d::Store>& store,
@@ -333,6 +327,38 @@ std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostMo
   return stages;
 }
 
+// The profile's members that the simulator runs as schedule ranks of their own (an
+// expert-parallel or context-parallel group's, beside the tensor-parallel members of one rank)
+// computed at once while they were timed, so every stage's compute carries the slowdown of that
+// many processes on this host's cores, which the simulator applies again from the figures alone
+// when its ranks compute together (sim/platform.cpp, measured_sharing: concurrency(n · members) /
+// concurrency(members)). Divides each stage's compute (a pass less its collectives, W, the
+// optimizer step and the synchronisation's local work) by concurrency(busy) /
+// concurrency(members_per_device), busy being the members at once on the cores (at most
+// cluster.device.cores: beyond, the profile took their thread CPU, in which core sharing does not
+// count). moe-ep2's F timed with its 2 members: 98.2 ms of compute; the simulator's x1.101 on it
+// again predicted 8.5 ms of core waits per F that training did not have (0.5 ms). CPU only (on a
+// GPU the members take the GPUs by local rank); returns the factor divided by.
+double take_out_members_concurrency(const Scenario& scenario, Profile& profile) {
+  const int members = profile_members(scenario);
+  if (scenario.runtime.device != RuntimeDevice::Cpu || members == 1 || profile.concurrency.empty())
+    return 1;
+  const int busy = std::min(members, scenario.cluster.device.cores);
+  const double factor = profile.concurrency_slowdown(busy) /
+                        profile.concurrency_slowdown(members_per_device(scenario));
+  if (factor == 1) return 1;
+  for (StageSeconds& s : profile.stages) {
+    s.forward = s.tp_forward + (s.forward - s.tp_forward) / factor;
+    s.backward = s.tp_backward + (s.backward - s.tp_backward) / factor;
+    if (s.input_backward > 0)
+      s.input_backward = s.tp_backward + (s.input_backward - s.tp_backward) / factor;
+    s.weight_backward /= factor;
+    s.optimizer /= factor;
+    s.sync_local /= factor;
+  }
+  return factor;
+}
+
 std::string host_name() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
@@ -340,6 +366,11 @@ std::string host_name() {
 }
 
 }  // namespace
+
+int profile_members(const Scenario& scenario) {
+  const LayoutSpec& l = scenario.layout;
+  return l.tp * l.cp > 1 ? l.tp * l.cp : l.ep;
+}
 
 int run_profile_member(const Scenario& scenario, int member, int store_port,
                        const ProfileOptions& options) {
@@ -381,6 +412,7 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
     profile.wake_delay = std::move(figures.wake_delay);
     profile.late_receive = std::move(figures.late_receive);
     profile.p2p_cpu_s_per_byte = figures.p2p_cpu_s_per_byte;
+    profile.members_concurrency = take_out_members_concurrency(scenario, profile);
   }
   measure_communication(profile, cost.boundary_bytes(), scenario.layout.dp, allreduce_sizes(cost),
                         options.repeats, scenario.layout.zero > 0, scenario.runtime);
@@ -403,7 +435,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v20|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v21|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +
