@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <simgrid/s4u/Actor.hpp>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/splitmix64.hpp"
+#include "models/cost/moe_layer.hpp"
 #include "models/cost/nccl_model.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "schedules/transfer.hpp"
@@ -74,6 +76,7 @@ struct World {
   // Per pipeline rank, when NCCL runs the data-parallel collectives (nccl_collectives) and no
   // profile measured them; empty otherwise.
   std::vector<DpRing> dp_rings;
+  std::unique_ptr<CostModel> balanced_cost;  // balanced_cost_model's
 };
 
 // The suffix that makes a mailbox or collective tag unique to step `step`.
@@ -141,10 +144,35 @@ std::optional<double> known_seconds(const World& world, const Action& a) {
   return std::nullopt;
 }
 
-double model_flops(const World& world, const Action& a) {
-  const StageCost& s = world.cost.stage(a.stage);
+double pass_flops(const CostModel& cost, const Action& a) {
+  const StageCost& s = cost.stage(a.stage);
   return of_kind(a.kind, s.forward_flops, s.input_backward_flops + s.weight_backward_flops,
                  s.input_backward_flops, s.weight_backward_flops, s.optimizer_flops);
+}
+
+double model_flops(const World& world, const Action& a) {
+  return pass_flops(world.cost, a);
+}
+
+// The profile timed a MoE stage's passes routing balanced (rt::StageRun), while the busiest
+// member of an expert-parallel group computes model.moe.load_imbalance (ρ) times the mean
+// member's routed copies and every member waits for it at the combine all-to-all: a profiled
+// pass takes its FLOPs at ρ over its FLOPs balanced (world.balanced_cost) times its seconds.
+double imbalance_scale(const World& world, const Action& a) {
+  if (!world.balanced_cost) return 1;
+  const double balanced = pass_flops(*world.balanced_cost, a);
+  return balanced > 0 ? model_flops(world, a) / balanced : 1;
+}
+
+// The cost model at ρ = 1 for imbalance_scale: with a profile, a mixture of experts under
+// expert parallelism and a busiest-member factor (moe_busiest_factor) other than 1; else null.
+std::unique_ptr<CostModel> balanced_cost_model(const Scenario& scenario, const Profile* profile) {
+  const MoeSpec& moe = scenario.model.moe;
+  if (!profile || !moe.enabled() || scenario.layout.ep == 1 || moe_busiest_factor(moe) == 1)
+    return nullptr;
+  Scenario balanced = scenario;
+  balanced.model.moe.load_imbalance = 1;
+  return std::make_unique<CostModel>(balanced);
 }
 
 // Seconds of the communication inside a compute action: its tensor-parallel collectives (unless
@@ -213,8 +241,9 @@ double compute(World& world, int rank, const Action& a, const InstanceDraw& draw
   const auto [measured_collectives, helper_cpu] = measured_tp(world, a);
   // One member's seconds alone on its core: the profiled pass less its collectives, or its
   // FLOPs at the core's speed.
-  const double alone = draw.factor * (seconds ? *seconds - measured_collectives
-                                              : model_flops(world, a) / host->get_speed());
+  const double alone =
+      draw.factor * (seconds ? (*seconds - measured_collectives) * imbalance_scale(world, a)
+                             : model_flops(world, a) / host->get_speed());
   world.cpu[rank] += share * slowdown * alone;
   // FLOPs per thread: a profiled pass is one member's; modelled FLOPs are the group's, split over
   // its cores.
@@ -743,7 +772,8 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
               std::vector<double>(layout.group_count()),
               {},
               sg4::Barrier::create(simulated_ranks.size()),
-              dp_rings(scenario, layout, platform, options.profile, replicas)};
+              dp_rings(scenario, layout, platform, options.profile, replicas),
+              balanced_cost_model(scenario, options.profile)};
   if (options.steps < 1)
     throw std::invalid_argument("simulate: steps must be >= 1, got " +
                                 std::to_string(options.steps));

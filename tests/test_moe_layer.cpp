@@ -217,6 +217,27 @@ TEST_CASE("the sigmoid router's bias steps toward the mean load and the softmax 
   softmax->router->update_bias(torch::tensor({10, 2, 6, 6}, torch::kLong));  // a no-op
 }
 
+TEST_CASE("a router set balanced gives every expert the same copies whatever its logits",
+          "[torch][moe]") {
+  for (const dtwin::Router kind : {dtwin::Router::Softmax, dtwin::Router::Sigmoid}) {
+    nn::MoeFeedForward layer = make_layer(moe_model(kind));
+    // Every token alike, so that the router's own choice sends all of them to the same 2 experts.
+    const torch::Tensor x = torch::randn({1, kD}).expand({18, kD}).contiguous();
+    CHECK(torch::bincount(layer->router->forward(x).experts.reshape({-1}), {}, kE)
+              .max()
+              .item<int64_t>() == 18);
+    layer->router->set_balanced(true);
+    const nn::Routing r = layer->router->forward(x);
+    // 18 tokens x 2 copies over 4 experts: token t takes experts 2t mod 4 and 2t+1 mod 4.
+    CHECK(torch::equal(torch::bincount(r.experts.reshape({-1}), {}, kE),
+                       torch::tensor({9, 9, 9, 9}, torch::kLong)));
+    CHECK(torch::equal(r.experts[1], torch::tensor({2, 3}, torch::kLong)));
+    // Weighted as the router weights its choice: positive, summing to 1 per token.
+    CHECK(torch::allclose(r.weights.sum(-1), torch::ones({18})));
+    CHECK(r.weights.min().item<float>() > 0);
+  }
+}
+
 TEST_CASE("the auxiliary loss is α under balanced routing and grows with imbalance",
           "[torch][moe]") {
   const ModelSpec spec = moe_model(dtwin::Router::Softmax);

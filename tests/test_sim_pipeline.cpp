@@ -416,3 +416,42 @@ TEST_CASE("a tensor-parallel pass's collectives take their helper threads' CPU f
   // More CPU than the collectives' time is capped at that time.
   CHECK(step(1, 1.0) == Approx(step(1, 1e-4)).epsilon(1e-9));
 }
+
+TEST_CASE("a profiled MoE pass, timed routing balanced, takes the busiest expert member's FLOPs") {
+  // moe-ep2: 5 MoE layers, each GPU enters with T = 256 tokens and the mean member receives
+  // T·k = 512 copies; one expert is 3 GEMMs of 288 x 384, so the routed experts' forward is
+  // 2 · 512 · 3 · 288 · 384 FLOPs per layer and load_imbalance ρ adds (ρ − 1) of it per layer:
+  // the profile's 1 ms F stretches by (F's FLOPs + that) / F's FLOPs, and B (I + W) by twice
+  // the extra over its FLOPs.
+  const auto cpu_per_pass = [](double rho) {
+    return test::in_fresh_process([rho] {
+      const Scenario scenario =
+          load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/moe-ep2.yaml",
+                        {"model.moe.load_imbalance=" + std::to_string(rho)});
+      const CostModel cost(scenario);
+      Profile profile = uniform_profile(cost.num_stages());
+      sim::SimOptions options;
+      options.profile = &profile;
+      const sim::SimResult result =
+          sim::simulate(scenario, build_schedule(scenario), cost, options);
+      std::vector<double> out(2, 0);  // the first F's and B's CPU seconds
+      for (const trace::TimedAction& e : result.events)
+        if (e.action.kind == sched::ActionKind::F || e.action.kind == sched::ActionKind::B)
+          if (out[e.action.kind == sched::ActionKind::B] == 0)
+            out[e.action.kind == sched::ActionKind::B] = e.cpu;
+      return out;
+    });
+  };
+  const std::vector<double> balanced = cpu_per_pass(1), busy = cpu_per_pass(1.5);
+  CHECK(balanced[0] == Approx(1e-3).epsilon(1e-9));
+  CHECK(balanced[1] == Approx(2e-3).epsilon(1e-9));
+  const StageCost stage =
+      CostModel(load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/moe-ep2.yaml",
+                              {"model.moe.load_imbalance=1"}))
+          .stage(0);
+  const double extra = 0.5 * 5 * 2 * 512 * 3 * 288 * 384.0;
+  CHECK(busy[0] == Approx(1e-3 * (stage.forward_flops + extra) / stage.forward_flops));
+  const double backward = stage.input_backward_flops + stage.weight_backward_flops;
+  CHECK(busy[1] == Approx(2e-3 * (backward + 2 * extra) / backward));
+  CHECK(busy[0] > 1.05e-3);
+}

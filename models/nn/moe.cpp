@@ -52,15 +52,21 @@ Routing RouterImpl::forward(const torch::Tensor& x) {
   const std::int64_t tokens = x.size(0), e = moe_.num_experts, k = moe_.top_k;
   const torch::Tensor logits = torch::matmul(x.to(torch::kFloat32), weight.to(torch::kFloat32).t());
   Routing r;
+  // The k experts of each token ranked by `score` [T, E], or with forced balance token t's
+  // experts (t·k + j) mod E, j < k: every expert takes T·k/E copies, within one.
+  const auto pick = [&](const torch::Tensor& score) {
+    if (!balanced_) return std::get<1>(score.topk(k, -1));
+    const auto index = torch::TensorOptions(torch::kInt64).device(score.device());
+    return torch::arange(tokens * k, index).view({tokens, k}).remainder(e);
+  };
   torch::Tensor probs;  // [T, E], each row summing to 1: what the auxiliary loss balances
   if (moe_.router == dtwin::Router::Softmax) {
-    const auto [top, experts] = logits.topk(k, -1);
-    r.experts = experts;
-    r.weights = torch::softmax(top, -1);
+    r.experts = pick(logits.detach());
+    r.weights = torch::softmax(logits.gather(1, r.experts), -1);
     probs = torch::softmax(logits, -1);
   } else {
     const torch::Tensor scores = torch::sigmoid(logits);
-    r.experts = std::get<1>((scores.detach() + expert_bias).topk(k, -1));
+    r.experts = pick(scores.detach() + expert_bias);
     const torch::Tensor chosen = scores.gather(1, r.experts);
     r.weights = chosen / chosen.sum(-1, /*keepdim=*/true);
     probs = scores / scores.sum(-1, /*keepdim=*/true);

@@ -62,11 +62,17 @@ class RouterImpl : public torch::nn::Module {
   /// int64 [E], the tokens each expert was routed over a step (all ranks' and microbatches'). A
   /// no-op for the softmax router.
   void update_bias(const torch::Tensor& load);
+  /// With `balanced`, forward routes token t to experts (t·k + j) mod E, j < k, whatever the
+  /// logits (weighted as the router weights its choice): every expert takes the same number of
+  /// copies (within one when E does not divide T·k). For timing the passes at a known load
+  /// (Megatron-Core's moe_router_force_load_balancing, "only for benchmark"), never for training.
+  void set_balanced(bool balanced) { balanced_ = balanced; }
 
   torch::Tensor weight, expert_bias;
 
  private:
   MoeSpec moe_;
+  bool balanced_ = false;
 };
 TORCH_MODULE(Router);
 

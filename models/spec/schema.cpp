@@ -263,7 +263,7 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(quantity("model.moe.load_imbalance", false, Quantity::Count, true,
                             "a planning factor >= 1: tokens the busiest expert-parallel rank "
                             "receives over the mean (1 = balanced routing); scales the expert "
-                            "GEMMs and the all-to-alls"),
+                            "GEMMs and the all-to-alls, and a profile's passes (timed balanced)"),
                    &S::model, &M::moe, &E::load_imbalance));
   f.push_back(bind_enum(choice("model.moe.router", false,
                                "softmax top-k, or sigmoid top-k with an auxiliary-loss-free "

@@ -22,7 +22,8 @@ namespace dtwin::rt {
 /// expert-parallel group `ep` of size > 1 it holds member ep.rank's experts and its MoE layers
 /// exchange token copies with the other members; with a context-parallel group `cp` of size > 1
 /// it holds member cp.rank's tokens of each sequence (seq_len/cp of them) and its attention
-/// passes keys and values around the group's ring.
+/// passes keys and values around the group's ring. Its MoE layers route balanced
+/// (RouterImpl::set_balanced).
 struct StageRun {
   StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
            const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU,
