@@ -33,8 +33,10 @@ void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& sche
                                const Scenario& scenario, const CostModel& cost) {
   const LayoutSpec& l = scenario.layout;
   if (l.ep == 1) return;
-  const double per_all_to_all = moe_all_to_all_bytes(
-      scenario.model, l, cost.tokens_per_microbatch(), cost.bytes_per_element());
+  ModelSpec mean = scenario.model;
+  mean.moe.load_imbalance = 1;
+  const double per_all_to_all =
+      moe_all_to_all_bytes(mean, l, cost.tokens_per_microbatch(), cost.bytes_per_element());
   const int per_microbatch = l.recompute == Recompute::Full ? 6 : 4;
   const sched::Layout& layout = schedule.layout;
   for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {

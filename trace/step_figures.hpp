@@ -30,7 +30,10 @@ void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule
 /// Sets every rank's all_to_all_bytes (bytes per step) under expert parallelism: per MoE layer
 /// on the rank's stages and microbatch, 4 all-to-alls (dispatch and combine in F and in the
 /// backward; 6 with full recomputation, which repeats the forward's) of moe_all_to_all_bytes
-/// each (models/cost/moe_layer.hpp). Nothing with layout.ep 1.
+/// each (models/cost/moe_layer.hpp) at load_imbalance 1: the bytes the mean rank sends. The
+/// busiest rank receives ρ times the mean, which bounds an all-to-all's time, but the copies
+/// leaving their rank are as many whichever rank they go to (with 2 members each sends all
+/// that cross), so the runtime's count compares with the mean. Nothing with layout.ep 1.
 void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& schedule,
                                const Scenario& scenario, const CostModel& cost);
 
