@@ -26,7 +26,8 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
   const auto result = dtwin::test::run_dtwin(
       std::string("run ") + DTWIN_SOURCE_DIR + "/scenarios/quickstart.yaml --set training.steps=6" +
-      " --data-dir " + DTWIN_SOURCE_DIR + "/data --bracket -o " + dir);
+      " --set model.d_model=96 --set model.n_heads=2 --set model.ffn_hidden=256 --data-dir " +
+      DTWIN_SOURCE_DIR + "/data --bracket -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   for (const char* file : {"predicted.trace.json", "predicted.summary.json", "measured.trace.json",
