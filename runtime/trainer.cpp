@@ -140,7 +140,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
                     scenario.layout.ep, scenario.layout.cp);
   const RunClock clock(comm.origin());
   const int rank = layout.group_of(env.rank), tp_index = layout.tp_index(env.rank);
-  const nn::TensorParallelGroup tp{comm.tensor_parallel(), tp_index, layout.tp,
+  const nn::TensorParallelGroup tp{{comm.tensor_parallel(), tp_index, layout.tp},
                                    scenario.layout.sequence_parallel};
   const nn::ExpertParallelGroup ep{comm.expert_parallel(),
                                    layout.dp_index(rank) % scenario.layout.ep, scenario.layout.ep};

@@ -53,7 +53,7 @@ Parameters checkpointed(const std::string& dir, const std::vector<std::string>& 
   std::map<std::string, std::vector<torch::Tensor>> shards;
   for (int s = 0; s < scenario.layout.pp * scenario.layout.virtual_stages; ++s) {
     for (int member = 0; member < tp; ++member) {
-      const dtwin::nn::TensorParallelGroup group{nullptr, member, tp,
+      const dtwin::nn::TensorParallelGroup group{{nullptr, member, tp},
                                                  scenario.layout.sequence_parallel};
       auto module = std::make_shared<dtwin::nn::StageModule>(scenario, partition.stage(s),
                                                              torch::kCPU, torch::kFloat32, group);

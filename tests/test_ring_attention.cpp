@@ -155,7 +155,7 @@ TEST_CASE(
       };
       nn::TensorParallelGroup tensor;
       if (tp > 1)
-        tensor = {make("tp/" + std::to_string(cp_index), tp_index, tp), tp_index, tp, true};
+        tensor = {{make("tp/" + std::to_string(cp_index), tp_index, tp), tp_index, tp}, true};
       const nn::ContextParallelGroup context{make("cp/" + std::to_string(tp_index), cp_index, kCp),
                                              cp_index, kCp};
       nn::StageModule model(spec, 0, spec.n_layers, true, true, 5, torch::kCPU, torch::kFloat32,

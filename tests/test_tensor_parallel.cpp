@@ -28,7 +28,7 @@ constexpr int kT = 2;  // tensor-parallel size
 void on_group(const std::function<void(const nn::TensorParallelGroup&)>& body) {
   rt::run_as_thread_group(kT, "tp", [&](int rank, const c10::intrusive_ptr<c10d::Backend>& g) {
     torch::set_num_threads(1);
-    body({g, rank, kT});
+    body({{g, rank, kT}});
   });
 }
 

@@ -133,9 +133,10 @@ struct Profile {
   /// Empty: not measured.
   std::vector<double> late_receive;
   std::vector<StageSeconds> stages;  ///< one per stage, in stage order
-  /// The slowdown (dimensionless, > 0; the concurrency curve's ratio) that the stages' compute was divided by: the profile's
-  /// members that the simulator runs as ranks of their own (expert- or context-parallel) computed
-  /// at once while timed, and the simulator applies their sharing of the cores itself. 1: none.
+  /// The slowdown (dimensionless, > 0; the concurrency curve's ratio) that the stages' compute was
+  /// divided by: the profile's members that the simulator runs as ranks of their own (expert- or
+  /// context-parallel) computed at once while timed, and the simulator applies their sharing of the
+  /// cores itself. 1: none.
   double members_concurrency = 1;
   double p2p_latency = 0;    ///< seconds
   double p2p_bandwidth = 0;  ///< bytes/s

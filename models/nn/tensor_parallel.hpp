@@ -8,11 +8,9 @@
 // member of the group calls each of them in the same order (they are collectives).
 #pragma once
 
-#include <atomic>
-#include <memory>
-
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "models/nn/counted_group.hpp"
 
 namespace dtwin::nn {
 
@@ -20,15 +18,8 @@ namespace dtwin::nn {
 /// and whether the activations between the parallel regions are split along the sequence.
 /// size 1 (the default, no backend): no tensor parallelism, every operation below is the
 /// unsplit one.
-struct TensorParallelGroup {
-  c10::intrusive_ptr<c10d::Backend> backend;
-  int rank = 0;
-  int size = 1;
+struct TensorParallelGroup : CountedGroup {
   bool sequence_parallel = false;
-  /// Nanoseconds spent in the collectives below over this group, shared by its copies.
-  std::shared_ptr<std::atomic<int64_t>> collective_ns = std::make_shared<std::atomic<int64_t>>(0);
-  /// Nanoseconds of CPU that the member's other threads ran while it waited in them.
-  std::shared_ptr<std::atomic<int64_t>> helper_cpu_ns = std::make_shared<std::atomic<int64_t>>(0);
 
   /// Wall seconds this member has spent in the collectives below (from posting each to its
   /// completion), on whichever thread ran them (a backward's run on LibTorch's CUDA device

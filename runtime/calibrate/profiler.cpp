@@ -279,7 +279,7 @@ PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d
     return size == groups.size ? groups.all : make(name + std::to_string(index), rank, size);
   };
   if (l.tp > 1)
-    groups.tp = {subgroup("profile-tp/", cp_index, tp_index, l.tp), tp_index, l.tp,
+    groups.tp = {{subgroup("profile-tp/", cp_index, tp_index, l.tp), tp_index, l.tp},
                  l.sequence_parallel};
   if (l.cp > 1) groups.cp = {subgroup("profile-cp/", tp_index, cp_index, l.cp), cp_index, l.cp};
   return groups;
