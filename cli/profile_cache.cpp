@@ -8,6 +8,7 @@
 #include "cli/gemm_report.hpp"
 #include "cli/machine_load.hpp"
 #include "models/cost/profile.hpp"
+#include "models/cost/rank_sharing.hpp"
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/calibrate/network_calibration.hpp"
 #include "runtime/calibrate/profiler.hpp"
@@ -75,7 +76,12 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
     std::printf(
         "compute divided by x%.3f, the slowdown of the profile's %d members computing at once "
         "(the simulator applies the ranks' sharing of the cores itself)\n",
-        profile.members_concurrency, rt::profile_members(scenario));
+        profile.members_concurrency, profile_members(scenario));
+  if (profile.processes_sharing_cores != 1)
+    std::printf(
+        "figures timed as walls with the profile's %d processes sharing %d cores (the simulator "
+        "slows a rank only while more compute on its host)\n",
+        profile.processes_sharing_cores, scenario.cluster.device.cores);
   std::printf("p2p: latency %.1f us, bandwidth %.2f GB/s; %zu all-reduce points over %d ranks\n",
               profile.p2p_latency * 1e6, profile.p2p_bandwidth / 1e9, profile.allreduce.size(),
               profile.allreduce_ranks);

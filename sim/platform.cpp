@@ -28,15 +28,26 @@ struct Node {
 // thread computes at speed / slowdown (SimGrid's non-linear sharing: the callback returns the
 // capacity that max-min then shares among the n). Each execution is a schedule rank whose
 // `members` tensor-parallel processes share the device and compute together, and the profile
-// timed a rank's passes with its members busy: slowdown = concurrency(n·members) /
-// concurrency(members).
+// timed a rank's passes with `baseline` processes (sharing_baseline: its members, or every
+// member of a profile that outnumbered the cores) computing: slowdown =
+// concurrency(max(n·members, baseline)) / concurrency(baseline).
 sg4::NonLinearResourceCb measured_sharing(const Profile& profile, int threads, int members,
-                                          double speed) {
-  return [profile, threads, members, speed](double /*capacity*/, int n) {
-    const double slowdown = profile.concurrency_slowdown(std::max(n, 1) * members) /
-                            profile.concurrency_slowdown(members);
+                                          int baseline, double speed) {
+  return [profile, threads, members, baseline, speed](double /*capacity*/, int n) {
+    const double slowdown =
+        profile.concurrency_slowdown(std::max(std::max(n, 1) * members, baseline)) /
+        profile.concurrency_slowdown(baseline);
     return n * threads * speed / slowdown;
   };
+}
+
+// The processes whose sharing of a host's cores the profile's figures carry (Platform::
+// sharing_baseline).
+int sharing_baseline(const Scenario& scenario, const Profile* profile) {
+  const int members = members_per_device(scenario);
+  if (!profile) return members;
+  return std::max(members,
+                  std::min(profile->processes_sharing_cores, scenario.cluster.ranks_per_device));
 }
 
 // The capacity of a device's loopback (the ranks that share it sending to each other) while n
@@ -79,9 +90,10 @@ Node build_node(sg4::NetZone* parent, int node, const Scenario& scenario, const 
     const std::string name = "node" + std::to_string(node) + "-dev" + std::to_string(d);
     sg4::Host* host = zone->create_host(name, speed)->set_core_count(cluster.device.cores);
     if (profile && !profile->concurrency.empty())
-      host->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
-                               measured_sharing(*profile, threads_per_rank(scenario),
-                                                members_per_device(scenario), speed));
+      host->set_sharing_policy(
+          sg4::Host::SharingPolicy::NONLINEAR,
+          measured_sharing(*profile, threads_per_rank(scenario), members_per_device(scenario),
+                           sharing_baseline(scenario, profile), speed));
     host->seal();
     sg4::Link* link = duplex(zone, name + "-link", cluster.intra_node);
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
@@ -173,6 +185,7 @@ Platform build_platform(const Scenario& scenario, const Profile* profile,
   const ClusterSpec& cluster = scenario.cluster;
   const int tp = scenario.layout.tp;
   platform.members_per_host = members_per_device(scenario);
+  platform.sharing_baseline = sharing_baseline(scenario, profile);
   platform.group_members = tp;
   platform.threads_per_rank = threads_per_rank(scenario);
   if (profile) {

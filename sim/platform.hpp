@@ -28,6 +28,11 @@ struct Platform {
   /// GPUs of a schedule rank's tensor-parallel group on its host: its executions carry that many
   /// members' work, so ranks sharing a device contend for it as the real ranks would.
   int members_per_host = 1;
+  /// Processes of the host whose sharing of its cores a profile's figures carry
+  /// (sharing_baseline): members_per_host, or the profile's processes_sharing_cores (at most the
+  /// host's ranks_per_device) when more. The host slows its executions only while more
+  /// processes than these compute.
+  int sharing_baseline = 1;
   /// CPU seconds per byte a rank spends on each ring step of a data-parallel collective beyond
   /// the link's time (Profile::allreduce_overhead_s_per_byte; 0 without a profile): Gloo's
   /// copies and reduction, run as an execution on the rank's host so that it shares the cores
@@ -61,8 +66,9 @@ std::unique_ptr<simgrid::s4u::Engine> make_engine();
 /// latency intra + inter. Host speed per core = peak_flops * efficiency / cores. A `profile`
 /// sets collective_cpu_s_per_byte, gather_cpu_s_per_byte and reduce_scatter_cpu_s_per_byte. When it
 /// has a measured concurrency curve, every device shares its cores as measured (SimGrid's
-/// non-linear sharing policy): with n executions running, each computes at 1 /
-/// profile->concurrency_slowdown(n) of its speed alone; otherwise max-min fair sharing.
+/// non-linear sharing policy): with n executions running, each computes at
+/// concurrency_slowdown(b) / concurrency_slowdown(max(n · members_per_host, b)) of its speed
+/// alone, b = sharing_baseline; otherwise max-min fair sharing.
 /// `simulated` (per schedule rank; empty: all) leaves out the devices of ranks not simulated
 /// (replicas folded, sim/replica_fold.hpp): their rank_hosts are nullptr, their rank_nodes kept.
 Platform build_platform(const Scenario& scenario, const Profile* profile = nullptr,

@@ -18,6 +18,7 @@
 #include "base/splitmix64.hpp"
 #include "models/cost/moe_layer.hpp"
 #include "models/cost/nccl_model.hpp"
+#include "models/cost/rank_sharing.hpp"
 #include "models/cost/schedule_memory.hpp"
 #include "schedules/transfer.hpp"
 #include "sim/replica_fold.hpp"
@@ -70,6 +71,8 @@ struct World {
   std::map<std::pair<int, int>, int> reductions;  // (rank, stage) -> zero3_gather layer's so far
   std::vector<std::vector<trace::TimedAction>> events;  // per rank
   std::map<const sg4::Host*, int> computing;            // host -> ranks computing on it now
+  // (host, profiled_block) -> ranks of that block computing on it now
+  std::map<std::pair<const sg4::Host*, int>, int> computing_profiled;
   std::vector<double> cpu;              // per rank: seconds of compute alone on its core so far
   std::vector<std::mt19937_64> random;  // per rank: the stream of its actions' draws
   sg4::BarrierPtr step_end;             // all ranks, at the end of each step
@@ -105,7 +108,8 @@ struct InstanceDraw {
 // variation for its stage (sigma^2 = ln(1 + v^2), mu = -sigma^2 / 2). The weight is log-normal
 // of median 1 whose log variance is what sharing the cores adds to the spread of an F or B while
 // n ranks of the host compute, n counting those computing as it starts and itself:
-// Profile::concurrency_log_variance at n x members less at the members alone. The scheduler's
+// Profile::concurrency_log_variance at max(n x members, b) less at b, b the processes the
+// profile's figures carry (Platform::sharing_baseline: the members alone, or more). The scheduler's
 // unequal shares give one rank what they take from another, so that spread is a weight, not a
 // longer or shorter pass, and a rank alone is not slowed. Drawn once per action, before it
 // starts.
@@ -123,9 +127,11 @@ InstanceDraw draw_instance(World& world, int rank, const Action& a) {
   InstanceDraw draw;
   draw.factor = log_normal(-own / 2, own);
   const int members = world.platform.members_per_host;
+  const int baseline = world.platform.sharing_baseline;
   const int busy = world.computing[world.platform.rank_hosts[rank]] + 1;
-  draw.weight = log_normal(0, profile->concurrency_log_variance(busy * members) -
-                                  profile->concurrency_log_variance(members));
+  draw.weight =
+      log_normal(0, profile->concurrency_log_variance(std::max(busy * members, baseline)) -
+                        profile->concurrency_log_variance(baseline));
   return draw;
 }
 
@@ -204,23 +210,39 @@ MeasuredCollectives measured_tp(const World& world, const Action& a) {
   return {seconds, std::min(cpu, seconds)};
 }
 
+// The block of schedule ranks whose members the profile ran together (profiled_schedule_ranks:
+// a context-parallel group of tensor-parallel groups, or an expert-parallel group) that holds
+// `rank`: consecutive data-parallel indices of one pipeline rank.
+int profiled_block(const World& world, int rank) {
+  return rank / profiled_schedule_ranks(world.scenario);
+}
+
 // Seconds a pass whose tensor-parallel collectives the profile measured waits in them beyond the
-// profile's figure while `others` processes of its host compute besides its group: each
-// collective waits for the partner member, which first waits for a core, as a rank resuming
-// after a wait does (Profile::resume_delay, one per collective). The profile timed the group
-// alone on the host.
-double partner_delay_seconds(const World& world, const Action& a, int others) {
+// profile's figure while other processes of its host compute: each collective waits for the
+// partner member, which first waits for a core, as a rank resuming after a wait does
+// (Profile::resume_delay, one per collective). The profile ran the group with the other groups
+// of its profiled_block, so their computing is in its figure already; the others are the
+// processes of the ranks computing outside it. cp2-tp2 (its 2 groups on one 2-core host, all in
+// the profile): counting its partner group added 6.4 ms per F and 11.3 per B to the profile's
+// 47.9 and 60.8 ms of collectives, which training measured at 48.7 and 61.4.
+double partner_delay_seconds(World& world, int rank, const Action& a) {
   const StageCost& s = world.cost.stage(a.stage);
   const double count = of_kind(a.kind, s.tp_forward_collectives, s.tp_input_backward_collectives,
                                s.tp_input_backward_collectives, 0, 0);
-  return count * world.options.profile->resume_delay(others);
+  const sg4::Host* host = world.platform.rank_hosts[rank];
+  const int outside =
+      world.computing[host] - world.computing_profiled[{host, profiled_block(world, rank)}];
+  return count * world.options.profile->resume_delay(outside * world.platform.members_per_host);
 }
 
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,
-// one thread per process (a schedule rank's tensor-parallel members have at most one core each).
+// one thread per process (a schedule rank's tensor-parallel members have at most one core each),
+// with figures of the rank's own (a profile's walls shared with more processes, Platform::
+// sharing_baseline, hold their waits for a core: not a CPU time).
 bool records_cpu(const World& world) {
   return world.scenario.cluster.device.kind == DeviceKind::Cpu &&
-         world.platform.threads_per_rank <= world.platform.members_per_host;
+         world.platform.threads_per_rank <= world.platform.members_per_host &&
+         world.platform.sharing_baseline == world.platform.members_per_host;
 }
 
 // Runs `share` of a compute action, stretched by `slowdown` (communication overlapping it) and by
@@ -250,13 +272,11 @@ double compute(World& world, int rank, const Action& a, const InstanceDraw& draw
   const double members = world.platform.members_per_host;
   const double work = alone * host->get_speed() * (seconds ? 1 : members / threads);
   const double per_thread = share * slowdown * work + collectives * host->get_speed();
-  const double waits =
-      measured_collectives > 0
-          ? measured_collectives - helper_cpu +
-                partner_delay_seconds(world, a,
-                                      world.computing[host] * world.platform.members_per_host)
-          : 0;
+  const double waits = measured_collectives > 0 ? measured_collectives - helper_cpu +
+                                                      partner_delay_seconds(world, rank, a)
+                                                : 0;
   ++world.computing[host];
+  ++world.computing_profiled[{host, profiled_block(world, rank)}];
   sg4::this_actor::exec_init(per_thread)
       ->set_thread_count(threads)
       ->set_priority(draw.weight)
@@ -266,6 +286,7 @@ double compute(World& world, int rank, const Action& a, const InstanceDraw& draw
   if (helper_cpu > 0) sg4::this_actor::execute(share * helper_cpu * host->get_speed());
   const double helper_seconds = sg4::Engine::get_clock() - helper_start;
   --world.computing[host];
+  --world.computing_profiled[{host, profiled_block(world, rank)}];
   if (waits > 0) sg4::this_actor::sleep_for(share * waits);
   return collectives + helper_seconds + share * waits;
 }
@@ -768,6 +789,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
               {},
               {},
               std::vector<std::vector<trace::TimedAction>>(layout.group_count()),
+              {},
               {},
               std::vector<double>(layout.group_count()),
               {},

@@ -137,6 +137,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.reduce_scatter = {AllReducePoint{1 << 20, 0.2}};
   p.concurrency = {1, 1.1044, 5.0 / 3};
   p.members_concurrency = 1.1044;
+  p.processes_sharing_cores = 4;
   p.concurrency_variation = {0.03, 1.0 / 13, 0.25};
   p.p2p_concurrency = {1, 1.0 / 0.9};
   p.p2p_cpu_s_per_byte = 1.0 / 3e8;
@@ -170,6 +171,7 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.inter_host_queue_delay = 0; },
         [](Profile& q) { q.concurrency.pop_back(); },
         [](Profile& q) { q.members_concurrency = 1; },
+        [](Profile& q) { q.processes_sharing_cores = 1; },
         [](Profile& q) { q.concurrency_variation.pop_back(); },
         [](Profile& q) { q.p2p_concurrency.clear(); },
         [](Profile& q) { q.p2p_cpu_s_per_byte = 0; },

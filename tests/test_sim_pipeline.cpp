@@ -112,6 +112,21 @@ TEST_CASE("a measured concurrency curve slows ranks by how many of them compute 
   CHECK(simulate_uniform(pipe, {1, 1.5})[0] == Approx(6e-3).epsilon(0.005));
 }
 
+TEST_CASE("figures that carry their processes' sharing of the cores are slowed only beyond them") {
+  const int m = 4;
+  const auto step = [&](int dp, const std::vector<double>& curve, int sharing) {
+    return simulate_profiled(data_parallel(dp, m), [&](Profile& profile, const CostModel&) {
+      profile.concurrency = curve;
+      profile.processes_sharing_cores = sharing;
+    })[0];
+  };
+  // Two replicas timed together (walls at k = 2): computing side by side they take the figures.
+  CHECK(step(2, {1, 1.5}, 2) == Approx(3e-3 * m).epsilon(0.005));
+  CHECK(step(2, {1, 1.5}, 1) == Approx(1.5 * 3e-3 * m).epsilon(0.005));
+  // Four replicas on figures of two: concurrency(4) / concurrency(2) = (1.2 x 4/2) / 1.2 = 2.
+  CHECK(step(4, {1, 1.2}, 2) == Approx(2 * 3e-3 * m).epsilon(0.005));
+}
+
 TEST_CASE("a compute action's CPU time is its profiled time alone, its duration the shared one") {
   // Per F and B of two replicas on two cores, slowed 1.5 times at k = 2: {CPU time / profiled
   // time, duration / CPU time}; the first on a CPU device, the second on a GPU.
@@ -388,6 +403,28 @@ TEST_CASE("a tensor-parallel pass waits a resume delay per collective while othe
   const double plain = step(2, 0), delayed = step(2, delay);
   CHECK(delayed >= plain + 3 * delay - 1e-9);
   CHECK(delayed <= plain + 2 * 4 * 3 * delay + 1e-9);
+}
+
+TEST_CASE("a tensor-parallel pass waits no resume delay for the groups its profile ran with") {
+  // One-layer cp2-tp2: two tensor-parallel groups, the two members of a context-parallel group,
+  // on one device; the profile ran all four processes, so their waits for each other's cores are
+  // in its collectives' 0.1 ms already. The same two groups as data-parallel replicas (a
+  // tensor-parallel profile, one group) wait a resume delay per collective.
+  const auto step = [](int cp, double delay) {
+    const Scenario scenario =
+        load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/cp2-tp2.yaml",
+                      {"layout.cp=" + std::to_string(cp), "layout.dp=" + std::to_string(2 / cp),
+                       "model.n_layers=1", "cluster.device.cores=4",
+                       "cluster.intra_node.bandwidth=1e15", "cluster.intra_node.latency=0"});
+    return simulate_profiled(scenario, [&](Profile& profile, const CostModel& cost) {
+      REQUIRE(cost.stage(0).tp_forward_collectives > 0);
+      for (StageSeconds& s : profile.stages) s.tp_forward = s.tp_backward = 1e-4;
+      profile.wake_delay = {0, 0, delay};
+    })[0];
+  };
+  const double delay = 2e-4;
+  CHECK(step(2, delay) == Approx(step(2, 0)).epsilon(1e-9));
+  CHECK(step(1, delay) > step(1, 0) + delay);
 }
 
 TEST_CASE("a tensor-parallel pass's collectives take their helper threads' CPU from the cores") {

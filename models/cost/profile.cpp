@@ -234,8 +234,10 @@ double Profile::late_receive_seconds(int busy) const {
 
 bool Profile::operator==(const Profile& other) const {
   return machine == other.machine && threads == other.threads && stages == other.stages &&
-         members_concurrency == other.members_concurrency && p2p_latency == other.p2p_latency &&
-         p2p_bandwidth == other.p2p_bandwidth && p2p_concurrency == other.p2p_concurrency &&
+         members_concurrency == other.members_concurrency &&
+         processes_sharing_cores == other.processes_sharing_cores &&
+         p2p_latency == other.p2p_latency && p2p_bandwidth == other.p2p_bandwidth &&
+         p2p_concurrency == other.p2p_concurrency &&
          p2p_cpu_s_per_byte == other.p2p_cpu_s_per_byte &&
          inter_host_latency == other.inter_host_latency &&
          inter_host_bandwidth == other.inter_host_bandwidth &&
@@ -251,10 +253,10 @@ bool Profile::operator==(const Profile& other) const {
 Profile load_profile(const std::string& path) {
   const YAML::Node doc = detail::load_yaml_file(path, "profile");
   const Origin origin(path, {}, "profile");
-  const Section root(
-      origin, Field{doc, "", doc.Mark()},
-      {"machine", "threads", "concurrency", "concurrency_variation", "wake_delay", "late_receive",
-       "stages", "members_concurrency", "p2p", "inter_host", "allreduce", "gemms"});
+  const Section root(origin, Field{doc, "", doc.Mark()},
+                     {"machine", "threads", "concurrency", "concurrency_variation", "wake_delay",
+                      "late_receive", "stages", "members_concurrency", "processes_sharing_cores",
+                      "p2p", "inter_host", "allreduce", "gemms"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -272,6 +274,7 @@ Profile load_profile(const std::string& path) {
     p.stages.push_back(read_stage(origin, f));
   }
   root.quantity("members_concurrency", Quantity::Count, true, p.members_concurrency);
+  root.integer("processes_sharing_cores", 1, p.processes_sharing_cores);
   const Section p2p = root.section("p2p", {"latency", "bandwidth", "concurrency", "cpu_per_byte"});
   p.p2p_latency = p2p.quantity("latency", Quantity::Latency, false);
   p.p2p_bandwidth = p2p.quantity("bandwidth", Quantity::Bandwidth, true);
@@ -323,6 +326,8 @@ void save_profile(const Profile& profile, const std::string& path) {
   out << YAML::EndSeq;
   if (profile.members_concurrency != 1)
     out << YAML::Key << "members_concurrency" << YAML::Value << number(profile.members_concurrency);
+  if (profile.processes_sharing_cores != 1)
+    out << YAML::Key << "processes_sharing_cores" << YAML::Value << profile.processes_sharing_cores;
   out << YAML::Key << "p2p" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "latency" << YAML::Value << number(profile.p2p_latency);
   out << YAML::Key << "bandwidth" << YAML::Value << number(profile.p2p_bandwidth);

@@ -138,6 +138,13 @@ struct Profile {
   /// context-parallel) computed at once while timed, and the simulator applies their sharing of the
   /// cores itself. 1: none.
   double members_concurrency = 1;
+  /// Processes of the profile's group that computed at once on this host's cores while its
+  /// stages were timed, when they outnumbered the cores (cp2-tp2: 4 on 2): the stages' seconds
+  /// are then walls that carry their sharing of the cores, in the compute and in the collectives'
+  /// waits (a member waits there while its partner waits for a core), and the simulator slows a
+  /// rank only while more processes than these compute on its host. 1: the figures are one
+  /// schedule rank's (members_concurrency took the others' sharing out).
+  int processes_sharing_cores = 1;
   double p2p_latency = 0;    ///< seconds
   double p2p_bandwidth = 0;  ///< bytes/s
   /// Slowdown of one point-to-point transfer between two ranks of one host (a pipeline message

@@ -19,4 +19,20 @@ inline int threads_per_rank(const Scenario& s) {
   return std::max(1, s.cluster.device.cores * members_per_device(s) / s.cluster.ranks_per_device);
 }
 
+/// Processes that profile together (runtime/calibrate/profiler.hpp, measure_profile): a
+/// context-parallel group of tensor-parallel groups, layout.tp · layout.cp, or without either the
+/// expert-parallel group's layout.ep.
+inline int profile_members(const Scenario& s) {
+  const LayoutSpec& l = s.layout;
+  return l.tp * l.cp > 1 ? l.tp * l.cp : l.ep;
+}
+
+/// Schedule ranks whose members a profile runs at once: profile_members / layout.tp (cp, or ep
+/// without tensor and context parallelism; 1 for a tensor-parallel group alone). They are
+/// consecutive data-parallel indices of one pipeline rank, k·j .. k·j + k - 1 (the schedule's
+/// index is dp_index·cp + cp_index, and expert parallelism folds inside dp×cp).
+inline int profiled_schedule_ranks(const Scenario& s) {
+  return profile_members(s) / s.layout.tp;
+}
+
 }  // namespace dtwin

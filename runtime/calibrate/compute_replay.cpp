@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/cpu_clock.hpp"
 #include "models/nn/split_linear.hpp"
 #include "runtime/calibrate/stage_run.hpp"
 #include "runtime/flat_gradients.hpp"
@@ -165,7 +164,6 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
       const std::pair<int, int> key{a.stage, a.microbatch};
       const double collectives_start = tp.collective_seconds();
       const double helper_start = tp.collective_helper_cpu_seconds();
-      const double cpu_start = thread_cpu_seconds();
       const double elapsed = device_seconds(device, [&] {
         switch (a.kind) {
           case ActionKind::F:
@@ -207,7 +205,6 @@ ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
                                                         collectives_start);
       collectives->helper_cpu[{a.stage, a.kind}].push_back(tp.collective_helper_cpu_seconds() -
                                                            helper_start);
-      collectives->thread_cpu[{a.stage, a.kind}].push_back(thread_cpu_seconds() - cpu_start);
     }
   }
   return seconds;

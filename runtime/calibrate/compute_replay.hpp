@@ -24,7 +24,6 @@ using ActionSeconds = std::map<std::pair<int, sched::ActionKind>, std::vector<do
 struct CollectiveTimes {
   ActionSeconds seconds;     ///< wall seconds (TensorParallelGroup::collective_seconds)
   ActionSeconds helper_cpu;  ///< other threads' CPU (collective_helper_cpu_seconds), seconds
-  ActionSeconds thread_cpu;  ///< the replaying thread's own CPU seconds (CLOCK_THREAD_CPUTIME_ID)
 };
 
 /// Runs the F, B, I, W and OPTIM actions of `rank` in `schedule` in their order, `warmup`

@@ -186,14 +186,6 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
     ActionSeconds replayed =
         replay_compute(scenario, cost, schedule, schedule.layout.group(0, p), data, 1, steps, tp,
                        &collectives, device, groups.ep, groups.cp);
-    // More members than the host's cores (cp2-tp2: 4 processes on 2) share the cores while they
-    // compute, which the simulator models itself from seconds alone on a core: an action is then
-    // its thread's CPU seconds and its collectives' wall. Timed as walls, cp2-tp2's OPTIM took
-    // 14.2 ms against training's 6.3 ms of CPU (+125%), its F 33.9 against 24.9 ms (+37%).
-    if (device.is_cpu() && groups.size > scenario.cluster.device.cores)
-      for (auto& [action, seconds] : replayed)
-        for (std::size_t i = 0; i < seconds.size(); ++i)
-          seconds[i] = collectives.thread_cpu.at(action)[i] + collectives.seconds.at(action)[i];
     for (const auto& [action, seconds] : replayed) {
       StageSeconds& stage = stages.at(action.first);
       const double value = mean(seconds);
@@ -333,17 +325,24 @@ std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostMo
 // many processes on this host's cores, which the simulator applies again from the figures alone
 // when its ranks compute together (sim/platform.cpp, measured_sharing: concurrency(n · members) /
 // concurrency(members)). Divides each stage's compute (a pass less its collectives, W, the
-// optimizer step and the synchronisation's local work) by concurrency(busy) /
-// concurrency(members_per_device), busy being the members at once on the cores (at most
-// cluster.device.cores: beyond, the profile took their thread CPU, in which core sharing does not
-// count). moe-ep2's F timed with its 2 members: 98.2 ms of compute; the simulator's x1.101 on it
-// again predicted 8.5 ms of core waits per F that training did not have (0.5 ms). CPU only (on a
-// GPU the members take the GPUs by local rank); returns the factor divided by.
+// optimizer step and the synchronisation's local work) by concurrency(members) /
+// concurrency(members_per_device). moe-ep2's F timed with its 2 members: 98.2 ms of compute; the
+// simulator's x1.101 on it again predicted 8.5 ms of core waits per F that training did not have
+// (0.5 ms). With more members than cluster.device.cores (cp2-tp2: 4 processes on 2) the sharing
+// cannot be taken out of the compute alone: a member also waits in its collectives while its
+// partner waits for a core (cp2-tp2's F: 27 ms of thread CPU, 48 ms in collectives timed so, as
+// in training). The figures then stay walls and Profile::processes_sharing_cores says how many
+// processes they carry. CPU only (on a GPU the members take the GPUs by local rank); returns
+// the factor divided by.
 double take_out_members_concurrency(const Scenario& scenario, Profile& profile) {
   const int members = profile_members(scenario);
   if (scenario.runtime.device != RuntimeDevice::Cpu || members == 1 || profile.concurrency.empty())
     return 1;
-  const int busy = std::min(members, scenario.cluster.device.cores);
+  if (members > scenario.cluster.device.cores) {
+    profile.processes_sharing_cores = members;
+    return 1;
+  }
+  const int busy = members;
   const double factor = profile.concurrency_slowdown(busy) /
                         profile.concurrency_slowdown(members_per_device(scenario));
   if (factor == 1) return 1;
@@ -366,11 +365,6 @@ std::string host_name() {
 }
 
 }  // namespace
-
-int profile_members(const Scenario& scenario) {
-  const LayoutSpec& l = scenario.layout;
-  return l.tp * l.cp > 1 ? l.tp * l.cp : l.ep;
-}
 
 int run_profile_member(const Scenario& scenario, int member, int store_port,
                        const ProfileOptions& options) {
@@ -435,7 +429,7 @@ std::string profile_cache_path(const Scenario& scenario) {
   const ModelSpec& m = scenario.model;
   const LayoutSpec& l = scenario.layout;
   std::string key =
-      "v21|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
+      "v22|" + host_name() + "|" + std::to_string(std::thread::hardware_concurrency()) + "|" +
       std::string(kModelFamilyNames.name(m.family)) + "|" + std::to_string(m.vocab_size) + "|" +
       std::to_string(m.d_model) + "|" + std::to_string(m.n_layers) + "|" +
       std::to_string(m.n_heads) + "|" + std::to_string(m.ffn_hidden) + "|" +

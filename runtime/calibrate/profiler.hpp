@@ -44,10 +44,6 @@ struct ProfileOptions {
 /// options.member_command; throws std::invalid_argument when it is empty.
 Profile measure_profile(const Scenario& scenario, const ProfileOptions& options);
 
-/// Processes that profile together: a context-parallel group of tensor-parallel groups,
-/// layout.tp · layout.cp, or without either the expert-parallel group's layout.ep.
-int profile_members(const Scenario& scenario);
-
 /// One member (1 .. layout.tp - 1) of the profile's tensor-parallel group (`dtwin-runtime
 /// profile-member`): joins the group through the store at 127.0.0.1:`store_port`, which
 /// measure_profile's process (member 0) hosts, and runs the same stage measurements with its
