@@ -34,6 +34,34 @@ std::vector<ExpertCount> finish_expert_counts(std::map<int, StageState>& stages,
   return rows;
 }
 
+double measured_load_imbalance(const std::vector<ExpertCount>& rows, int ep,
+                               std::int64_t first_step) {
+  if (ep < 2) return 0;
+  std::map<std::pair<std::int64_t, int>, std::vector<std::int64_t>> experts;  // (step, layer)
+  for (const ExpertCount& r : rows) {
+    if (r.step < first_step) continue;
+    std::vector<std::int64_t>& tokens = experts[{r.step, r.layer}];
+    if (static_cast<int>(tokens.size()) <= r.expert) tokens.resize(r.expert + 1, 0);
+    tokens[r.expert] = r.tokens;
+  }
+  double sum = 0;
+  int layers = 0;
+  for (const auto& [key, tokens] : experts) {
+    const std::size_t per_member = tokens.size() / ep;
+    std::int64_t busiest = 0, total = 0;
+    for (int m = 0; m < ep; ++m) {
+      std::int64_t held = 0;
+      for (std::size_t e = m * per_member; e < (m + 1) * per_member; ++e) held += tokens[e];
+      busiest = std::max(busiest, held);
+      total += held;
+    }
+    if (total == 0) continue;
+    sum += double(busiest) * ep / double(total);
+    ++layers;
+  }
+  return layers > 0 ? sum / layers : 0;
+}
+
 nlohmann::json to_json(const std::vector<ExpertCount>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const ExpertCount& r : rows) out.push_back({r.step, r.layer, r.expert, r.tokens, r.load});

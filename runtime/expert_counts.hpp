@@ -30,6 +30,13 @@ struct ExpertCount {
 std::vector<ExpertCount> finish_expert_counts(std::map<int, StageState>& stages, Communicator& comm,
                                               std::int64_t step);
 
+/// The measured load imbalance of `rows` (StepSummary::load_imbalance): per MoE layer and step
+/// from `first_step` on, the busiest of the `ep` expert-parallel members' computed copies (member
+/// m holds experts [m·E/ep, (m+1)·E/ep)) over the members' mean, averaged. 0 without rows from
+/// first_step on or with ep 1.
+double measured_load_imbalance(const std::vector<ExpertCount>& rows, int ep,
+                               std::int64_t first_step);
+
 /// The rows as JSON ([[step, layer, expert, tokens, load], ...]) and back.
 nlohmann::json to_json(const std::vector<ExpertCount>& rows);
 std::vector<ExpertCount> expert_counts_from_json(const nlohmann::json& rows);

@@ -64,9 +64,19 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   }
   end_sends_at_receipt(events, layout);
   write_file(output_dir + "/measured.trace.json", trace::to_chrome_trace(events, layout));
+  // Over the steps the summary keeps: all but the first (warm-up) when there are more.
+  const auto [first, last] = std::minmax_element(
+      expert_rows.begin(), expert_rows.end(),
+      [](const ExpertCount& a, const ExpertCount& b) { return a.step < b.step; });
+  const double imbalance =
+      expert_rows.empty()
+          ? 0
+          : measured_load_imbalance(expert_rows, scenario.layout.ep,
+                                    first->step + (last->step > first->step ? 1 : 0));
   write_expert_counts(std::move(expert_rows), output_dir);
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
+  summary.load_imbalance = imbalance;
   for (int rank = 0; rank < world_size; ++rank) {
     summary.ranks[rank].peak_memory_bytes = peak[rank];
     summary.ranks[rank].model_state_bytes = model_states[rank];

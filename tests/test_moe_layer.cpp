@@ -15,6 +15,7 @@
 #include "models/nn/param_init.hpp"
 #include "models/nn/recompute.hpp"
 #include "models/nn/stage_module.hpp"
+#include "runtime/expert_counts.hpp"
 #include "runtime/process_groups.hpp"
 #include "tests/tiny_llama.hpp"
 
@@ -359,4 +360,30 @@ TEST_CASE(
     CAPTURE(what);
     CHECK(equal);
   }
+}
+
+TEST_CASE(
+    "the measured load imbalance: the busiest expert-parallel member's copies over the mean") {
+  using dtwin::rt::ExpertCount;
+  // 4 experts, 2 layers, steps 1-3; step 1 left out (the warm-up step the summaries drop).
+  std::vector<ExpertCount> rows;
+  const auto add = [&](std::int64_t step, int layer, std::vector<std::int64_t> tokens) {
+    for (int e = 0; e < 4; ++e) rows.push_back({step, layer, e, tokens[e], tokens[e]});
+  };
+  add(1, 0, {12, 0, 0, 0});
+  add(1, 1, {12, 0, 0, 0});
+  add(2, 0, {6, 2, 1, 3});  // ep 2: members hold 8 and 4 copies, 8 / 6
+  add(2, 1, {3, 3, 3, 3});  // 1
+  add(3, 0, {1, 1, 5, 5});  // 10 / 6
+  add(3, 1, {0, 0, 0, 0});  // no copies: not a layer that routed
+  CHECK(dtwin::rt::measured_load_imbalance(rows, 2, 2) ==
+        Approx((8.0 / 6 + 1 + 10.0 / 6) / 3).epsilon(1e-12));
+  // ep 4, each member one expert: 6 / 3, 1, 5 / 3.
+  CHECK(dtwin::rt::measured_load_imbalance(rows, 4, 2) ==
+        Approx((2 + 1 + 5.0 / 3) / 3).epsilon(1e-12));
+  // Step 1 kept: its layers put every copy on member 0 (ρ = ep).
+  CHECK(dtwin::rt::measured_load_imbalance(rows, 2, 1) ==
+        Approx((2 + 2 + 8.0 / 6 + 1 + 10.0 / 6) / 5).epsilon(1e-12));
+  CHECK(dtwin::rt::measured_load_imbalance(rows, 1, 2) == 0);
+  CHECK(dtwin::rt::measured_load_imbalance(rows, 2, 4) == 0);
 }

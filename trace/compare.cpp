@@ -265,6 +265,9 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     }
     if (!exchanged) c.all_to_all.clear();
     if (!ring) c.cp_exchange.clear();
+    if (predicted_summary->load_imbalance > 0 && measured_summary->load_imbalance > 0)
+      c.load_imbalance =
+          Figure{predicted_summary->load_imbalance, measured_summary->load_imbalance};
   }
   return c;
 }

@@ -42,6 +42,8 @@
 //   "all_to_all"            the same for the MoE all-to-all bytes per step (only when both
 //                           summaries were given and one has any)
 //   "cp_exchange"           the same for the context-parallel ring's bytes per step
+//   "load_imbalance"        {predicted, measured, relative_error}: the busiest expert-parallel
+//                           member's copies over the mean (only when both summaries have it)
 //   "explaining_kinds"      the kinds that explain most of the step-time gap (explain_gap)
 //   "where_the_prediction_misses"  explain_gap's paragraph
 #pragma once
@@ -129,6 +131,9 @@ struct Comparison {
   /// Bytes per step sent around the context-parallel ring (RankSummary::cp_exchange_bytes);
   /// empty unless a summary has some.
   std::vector<ByteComparison> cp_exchange;
+  /// StepSummary::load_imbalance, the scenario's against the counted; only when both summaries
+  /// have one.
+  std::optional<Figure> load_imbalance;
 
   /// Mean over ranks of the compute + exposed communication error. busy_error_s() +
   /// idle_error_s() = step_time_s.error() unless a rank's idle time was clamped at 0.

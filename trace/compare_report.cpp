@@ -208,6 +208,10 @@ std::string to_compare_json(const Comparison& c) {
                       {"relative_error", relative_json(m.bytes)}});
     doc[key] = rows;
   }
+  if (c.load_imbalance)
+    doc["load_imbalance"] = {{"predicted", c.load_imbalance->predicted},
+                             {"measured", c.load_imbalance->measured},
+                             {"relative_error", relative_json(*c.load_imbalance)}};
   nlohmann::json explaining = nlohmann::json::array();
   for (ActionKind kind : explaining_kinds(c)) explaining.push_back(std::string(kind_name(kind)));
   doc["explaining_kinds"] = explaining;
@@ -345,6 +349,12 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
             fmt::format("{:.3f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
             relative(m.bytes.relative_error()) + " |\n";
   }
+  if (c.load_imbalance)
+    md += fmt::format(
+        "\nMoE load imbalance (the busiest expert-parallel member's copies over the mean): "
+        "{:.3f} set, {:.3f} counted ({}).\n",
+        c.load_imbalance->predicted, c.load_imbalance->measured,
+        relative(c.load_imbalance->relative_error()));
 
   md += "\n## Where the prediction misses\n\n" + explain_gap(c) + "\n";
   return md;
@@ -364,6 +374,10 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
   out +=
       fmt::format("{:<10} {:>12} {:>12} {:>12}\n", "bubble", percent(c.bubble_fraction.predicted),
                   percent(c.bubble_fraction.measured), points(c.bubble_fraction.error()));
+  if (c.load_imbalance)
+    out +=
+        fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12}\n", "moe_rho", c.load_imbalance->predicted,
+                    c.load_imbalance->measured, relative(c.load_imbalance->relative_error()));
   out += fmt::format("{:<10} {:>5} {:>12} {:>12} {:>12} {:>10}\n", "kind", "count", "pred_ms",
                      "meas_ms", "error", "gap_ms");
   for (const KindComparison& k : c.kinds)

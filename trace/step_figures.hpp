@@ -33,7 +33,8 @@ void fill_predicted_memory(StepSummary& summary, const sched::Schedule& schedule
 /// each (models/cost/moe_layer.hpp) at load_imbalance 1: the bytes the mean rank sends. The
 /// busiest rank receives ρ times the mean, which bounds an all-to-all's time, but the copies
 /// leaving their rank are as many whichever rank they go to (with 2 members each sends all
-/// that cross), so the runtime's count compares with the mean. Nothing with layout.ep 1.
+/// that cross), so the runtime's count compares with the mean; and the summary's
+/// load_imbalance, model.moe.load_imbalance. Nothing with layout.ep 1.
 void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& schedule,
                                const Scenario& scenario, const CostModel& cost);
 

@@ -41,6 +41,11 @@ struct StepSummary {
   double bubble_fraction = 0;  ///< mean over ranks of idle_s / step_time_s
   double tokens_per_s = 0;
   double mfu = -1;  ///< model FLOPs utilisation in [0, 1]; -1 when peak is unknown
+  /// Mixture of experts with layout.ep > 1: the busiest expert-parallel member's token copies
+  /// over the members' mean in an MoE layer (dimensionless, >= 1): predicted, the scenario's
+  /// model.moe.load_imbalance; measured, the mean over MoE layers and kept steps of the counted
+  /// copies (rt::measured_load_imbalance). 0: none.
+  double load_imbalance = 0;
   std::vector<RankSummary> ranks;
 };
 
