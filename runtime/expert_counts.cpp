@@ -9,6 +9,24 @@
 
 namespace dtwin::rt {
 
+double peak_member_imbalance(std::map<int, StageState>& stages) {
+  double peak = 0;
+  for (auto& [stage, state] : stages) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> per_microbatch;  // {received, sent}
+    for (const auto& [layer, moe] : state.module->moe_layers()) {
+      const auto& copies = moe->member_copies();
+      if (per_microbatch.size() < copies.size()) per_microbatch.resize(copies.size());
+      for (std::size_t i = 0; i < copies.size(); ++i) {
+        per_microbatch[i].first += copies[i].first;
+        per_microbatch[i].second += copies[i].second;
+      }
+    }
+    for (const auto& [received, sent] : per_microbatch)
+      if (sent > 0) peak = std::max(peak, double(received) / double(sent));
+  }
+  return peak;
+}
+
 std::vector<ExpertCount> finish_expert_counts(std::map<int, StageState>& stages, Communicator& comm,
                                               std::int64_t step) {
   std::vector<std::pair<int, nn::MoeFeedForward>> layers;

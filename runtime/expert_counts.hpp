@@ -23,6 +23,12 @@ struct ExpertCount {
   std::int64_t tokens = 0, load = 0;
 };
 
+/// The worst microbatch's load imbalance on this process since its MoE layers' counts were last
+/// reset (StepSummary::peak_load_imbalance): per stage and microbatch (the i-th forward of each
+/// of the stage's MoE layers), the copies its expert-parallel member received over the copies it
+/// sent, its MoE layers together; the largest. 0 without expert parallelism.
+double peak_member_imbalance(std::map<int, StageState>& stages);
+
 /// After step `step` (from 0): sums every MoE layer's counts of this process's `stages` over the
 /// data-parallel group (an all-reduce every replica joins), steps the sigmoid routers' biases
 /// with the summed load, zeroes the counts and returns the rows (none for a dense model). Throws

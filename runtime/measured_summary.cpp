@@ -42,6 +42,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   std::vector<double> peak(world_size, 0), model_states(world_size, 0), all_to_all(world_size, 0),
       cp_exchange(world_size, 0);
   std::vector<ExpertCount> expert_rows;
+  double peak_imbalance = 0;  // the largest over the processes
   // A schedule rank's timeline is its first tensor-parallel member's (the members run the
   // same actions together); its memory the largest member's.
   for (int rank = 0; rank < world_size; ++rank) {
@@ -51,6 +52,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
       const nlohmann::json doc = nlohmann::json::parse(data.begin(), data.end());
       peak[rank] = std::max(peak[rank], doc["peak_memory_bytes"].get<double>());
       model_states[rank] = std::max(model_states[rank], doc["model_state_bytes"].get<double>());
+      peak_imbalance = std::max(peak_imbalance, doc.value("peak_load_imbalance", 0.0));
       if (member > 0) continue;
       all_to_all[rank] = doc.value("all_to_all_bytes", 0.0);
       cp_exchange[rank] = doc.value("cp_exchange_bytes", 0.0);
@@ -77,6 +79,7 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
 
   trace::StepSummary summary = trace::summarize_steps(events, world_size, true);
   summary.load_imbalance = imbalance;
+  summary.peak_load_imbalance = peak_imbalance;
   for (int rank = 0; rank < world_size; ++rank) {
     summary.ranks[rank].peak_memory_bytes = peak[rank];
     summary.ranks[rank].model_state_bytes = model_states[rank];

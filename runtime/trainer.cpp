@@ -166,6 +166,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   std::vector<ExpertCount> expert_rows;   // replica 0's first tensor-parallel member's
   std::vector<double> all_to_all_bytes;   // sent to the other expert-parallel members, per step
   std::vector<double> cp_exchange_bytes;  // sent to the next context-parallel member, per step
+  double peak_imbalance = 0;              // the worst microbatch's (peak_member_imbalance)
   const int every = scenario.training.checkpoint_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     const double start = clock.now();
@@ -179,6 +180,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
     const double seconds = clock.now() - start;
     if (reporter) progress->report(step, loss, seconds);
+    peak_imbalance = std::max(peak_imbalance, peak_member_imbalance(stages));
     const std::vector<ExpertCount> counted = finish_expert_counts(stages, comm, step);
     if (replica == 0 && tp_index == 0)
       expert_rows.insert(expert_rows.end(), counted.begin(), counted.end());
@@ -197,6 +199,7 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
                          {"tokens_per_expert", to_json(expert_rows)},
                          {"all_to_all_bytes", mean_step_value(all_to_all_bytes)},
                          {"cp_exchange_bytes", mean_step_value(cp_exchange_bytes)},
+                         {"peak_load_imbalance", peak_imbalance},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);

@@ -355,6 +355,8 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
   dtwin::trace::StepSummary set = summary, counted = summary;
   set.load_imbalance = 1.16;
   counted.load_imbalance = 1.25;
+  set.peak_load_imbalance = 1.9;
+  counted.peak_load_imbalance = 1.95;
   const Comparison moe =
       compare_timelines(predicted, measured_run(predicted, 1.25, 0.0), &set, &counted);
   REQUIRE(moe.load_imbalance);
@@ -363,7 +365,9 @@ TEST_CASE("compare: compare.json, report.md and the stdout table") {
   CHECK(moe_doc["load_imbalance"]["measured"].get<double>() == 1.25);
   CHECK_THAT(dtwin::trace::to_markdown_report(moe, "moe"),
              Catch::Contains("1.160 set, 1.250 counted (-7.2%)"));
-  CHECK_THAT(dtwin::trace::format_compare_table(moe, "moe"), Catch::Contains("moe_rho"));
+  CHECK(moe_doc["peak_load_imbalance"]["predicted"].get<double>() == 1.9);
+  CHECK_THAT(dtwin::trace::format_compare_table(moe, "moe"),
+             Catch::Contains("moe_rho") && Catch::Contains("peak_rho"));
 }
 
 TEST_CASE("compare: CPU time and waiting for a core, where both timelines have them") {
@@ -453,12 +457,14 @@ TEST_CASE("summary JSON round-trips and rejects malformed input") {
   s.bubble_fraction = 0.25;
   s.tokens_per_s = 100;
   s.load_imbalance = 1.162;
+  s.peak_load_imbalance = 1.9;
   s.ranks.resize(2);
   s.ranks[1] = {0.5, 0.1, 0.9, 4096, false, 2048};
   const auto back = dtwin::trace::from_summary_json(dtwin::trace::to_summary_json(s));
   CHECK(back.step_time_s == 1.5);
   CHECK(back.mfu == -1);
   CHECK(back.load_imbalance == 1.162);
+  CHECK(back.peak_load_imbalance == 1.9);
   REQUIRE(back.ranks.size() == 2);
   CHECK(back.ranks[1].peak_memory_bytes == 4096);
   CHECK(back.ranks[1].model_state_bytes == 2048);

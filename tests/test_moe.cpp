@@ -222,6 +222,24 @@ TEST_CASE("model.moe validation: top_k, ep and the folded expert layout", "[spec
   CHECK_THAT(message({"layout.sequence_parallel=false"}),
              Catch::Contains("layout.sequence_parallel"));
   CHECK_THAT(message({"model.family=gpt2"}), Catch::Contains("llama with model.moe"));
+  CHECK_THAT(message({"model.moe.load_imbalance=1.5", "model.moe.peak_load_imbalance=1.2"}),
+             Catch::Contains("at least model.moe.load_imbalance (1.5)"));
+  CHECK_THAT(message({"model.moe.peak_load_imbalance=2.5"}),
+             Catch::Contains("at most layout.ep (2)"));
+  CHECK(message({"model.moe.load_imbalance=1.2", "model.moe.peak_load_imbalance=2"}).empty());
+}
+
+TEST_CASE("The mean imbalance sets an MoE layer's FLOPs, the worst microbatch's its activations",
+          "[cost][moe]") {
+  const dtwin::CostModel mean(mixtral(4, 2, 4, {"model.moe.load_imbalance=1.2"}));
+  const dtwin::CostModel peak(
+      mixtral(4, 2, 4, {"model.moe.load_imbalance=1.2", "model.moe.peak_load_imbalance=1.5"}));
+  const dtwin::CostModel busy(mixtral(4, 2, 4, {"model.moe.load_imbalance=1.5"}));
+  CHECK(peak.stage(0).forward_flops == mean.stage(0).forward_flops);
+  CHECK(peak.stage(0).activation_bytes == busy.stage(0).activation_bytes);
+  // 32 MoE layers, each 4·ΔTe·(f/etp)·e more: ΔTe = 0.3 · 8192 copies, f/etp = 14336/2, bf16.
+  CHECK(peak.stage(0).activation_bytes - mean.stage(0).activation_bytes ==
+        Approx(32 * 4 * 0.3 * 8192 * 7168 * 2.0).epsilon(1e-9));
 }
 
 TEST_CASE("A MoE layer's operators: router, permute, experts, un-permute, shared expert",

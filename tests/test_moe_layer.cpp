@@ -346,6 +346,18 @@ TEST_CASE(
     ok.emplace_back("routing", torch::equal(mine, routed[rank]));
     ok.emplace_back("bytes",
                     member.expert_parallel().bytes_sent->load() == 2 * (out + back) * kD * 4);
+    // Per MoE layer, one forward: {copies its experts received from both, copies it sent}.
+    bool copies = true;
+    int index = 0;
+    for (const auto& [layer, moe] : member.moe_layers()) {
+      const int64_t received = routed[0][index].narrow(0, rank * 2, 2).sum().item<int64_t>() +
+                               routed[1][index].narrow(0, rank * 2, 2).sum().item<int64_t>();
+      copies = copies && moe->member_copies().size() == 1 &&
+               moe->member_copies()[0].first == received &&
+               moe->member_copies()[0].second == mine[index].sum().item<int64_t>();
+      ++index;
+    }
+    ok.emplace_back("member copies", copies);
     for (const auto& item : member.named_parameters()) {
       const std::optional<int> dim = nn::expert_parallel_dim(item.key());
       const torch::Tensor& want = grads.at(item.key());
@@ -355,7 +367,7 @@ TEST_CASE(
                       (item.value().grad() - slice).abs().max().item<double>() <= 1e-6 * largest);
     }
   });
-  REQUIRE(ok.size() == kMembers * (3 + grads.size()));
+  REQUIRE(ok.size() == kMembers * (4 + grads.size()));
   for (const auto& [what, equal] : ok) {
     CAPTURE(what);
     CHECK(equal);

@@ -268,6 +268,9 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     if (predicted_summary->load_imbalance > 0 && measured_summary->load_imbalance > 0)
       c.load_imbalance =
           Figure{predicted_summary->load_imbalance, measured_summary->load_imbalance};
+    if (predicted_summary->peak_load_imbalance > 0 && measured_summary->peak_load_imbalance > 0)
+      c.peak_load_imbalance =
+          Figure{predicted_summary->peak_load_imbalance, measured_summary->peak_load_imbalance};
   }
   return c;
 }

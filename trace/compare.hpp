@@ -44,6 +44,7 @@
 //   "cp_exchange"           the same for the context-parallel ring's bytes per step
 //   "load_imbalance"        {predicted, measured, relative_error}: the busiest expert-parallel
 //                           member's copies over the mean (only when both summaries have it)
+//   "peak_load_imbalance"   the same in the worst microbatch (sets dropless peak memory)
 //   "explaining_kinds"      the kinds that explain most of the step-time gap (explain_gap)
 //   "where_the_prediction_misses"  explain_gap's paragraph
 #pragma once
@@ -134,6 +135,8 @@ struct Comparison {
   /// StepSummary::load_imbalance, the scenario's against the counted; only when both summaries
   /// have one.
   std::optional<Figure> load_imbalance;
+  /// StepSummary::peak_load_imbalance likewise.
+  std::optional<Figure> peak_load_imbalance;
 
   /// Mean over ranks of the compute + exposed communication error. busy_error_s() +
   /// idle_error_s() = step_time_s.error() unless a rank's idle time was clamped at 0.

@@ -208,10 +208,12 @@ std::string to_compare_json(const Comparison& c) {
                       {"relative_error", relative_json(m.bytes)}});
     doc[key] = rows;
   }
-  if (c.load_imbalance)
-    doc["load_imbalance"] = {{"predicted", c.load_imbalance->predicted},
-                             {"measured", c.load_imbalance->measured},
-                             {"relative_error", relative_json(*c.load_imbalance)}};
+  for (const auto& [key, figure] : {std::pair{"load_imbalance", &c.load_imbalance},
+                                    {"peak_load_imbalance", &c.peak_load_imbalance}})
+    if (*figure)
+      doc[key] = {{"predicted", (*figure)->predicted},
+                  {"measured", (*figure)->measured},
+                  {"relative_error", relative_json(**figure)}};
   nlohmann::json explaining = nlohmann::json::array();
   for (ActionKind kind : explaining_kinds(c)) explaining.push_back(std::string(kind_name(kind)));
   doc["explaining_kinds"] = explaining;
@@ -355,6 +357,11 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
         "{:.3f} set, {:.3f} counted ({}).\n",
         c.load_imbalance->predicted, c.load_imbalance->measured,
         relative(c.load_imbalance->relative_error()));
+  if (c.peak_load_imbalance)
+    md += fmt::format(
+        "In the worst microbatch (sets dropless peak memory): {:.3f} set, {:.3f} counted ({}).\n",
+        c.peak_load_imbalance->predicted, c.peak_load_imbalance->measured,
+        relative(c.peak_load_imbalance->relative_error()));
 
   md += "\n## Where the prediction misses\n\n" + explain_gap(c) + "\n";
   return md;
@@ -374,10 +381,11 @@ std::string format_compare_table(const Comparison& c, const std::string& title) 
   out +=
       fmt::format("{:<10} {:>12} {:>12} {:>12}\n", "bubble", percent(c.bubble_fraction.predicted),
                   percent(c.bubble_fraction.measured), points(c.bubble_fraction.error()));
-  if (c.load_imbalance)
-    out +=
-        fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12}\n", "moe_rho", c.load_imbalance->predicted,
-                    c.load_imbalance->measured, relative(c.load_imbalance->relative_error()));
+  for (const auto& [name, figure] :
+       {std::pair{"moe_rho", &c.load_imbalance}, {"peak_rho", &c.peak_load_imbalance}})
+    if (*figure)
+      out += fmt::format("{:<10} {:>12.3f} {:>12.3f} {:>12}\n", name, (*figure)->predicted,
+                         (*figure)->measured, relative((*figure)->relative_error()));
   out += fmt::format("{:<10} {:>5} {:>12} {:>12} {:>12} {:>10}\n", "kind", "count", "pred_ms",
                      "meas_ms", "error", "gap_ms");
   for (const KindComparison& k : c.kinds)

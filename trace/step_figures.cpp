@@ -34,6 +34,7 @@ void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& sche
   const LayoutSpec& l = scenario.layout;
   if (l.ep == 1) return;
   summary.load_imbalance = scenario.model.moe.load_imbalance;
+  summary.peak_load_imbalance = scenario.model.moe.peak_imbalance();
   ModelSpec mean = scenario.model;
   mean.moe.load_imbalance = 1;
   const double per_all_to_all =

@@ -285,6 +285,7 @@ std::string to_summary_json(const StepSummary& summary) {
                         {"tokens_per_s", summary.tokens_per_s}};
   if (summary.mfu >= 0) doc["mfu"] = summary.mfu;
   if (summary.load_imbalance > 0) doc["load_imbalance"] = summary.load_imbalance;
+  if (summary.peak_load_imbalance > 0) doc["peak_load_imbalance"] = summary.peak_load_imbalance;
   nlohmann::json ranks = nlohmann::json::array();
   for (size_t r = 0; r < summary.ranks.size(); ++r) {
     const RankSummary& rank = summary.ranks[r];
@@ -314,6 +315,7 @@ StepSummary from_summary_json(const std::string& text) {
     summary.tokens_per_s = doc.value("tokens_per_s", 0.0);
     summary.mfu = doc.value("mfu", -1.0);
     summary.load_imbalance = doc.value("load_imbalance", 0.0);
+    summary.peak_load_imbalance = doc.value("peak_load_imbalance", 0.0);
   } catch (const std::exception& error) {
     throw UserError(std::string("summary: ") + error.what());
   }

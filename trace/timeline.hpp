@@ -46,6 +46,10 @@ struct StepSummary {
   /// model.moe.load_imbalance; measured, the mean over MoE layers and kept steps of the counted
   /// copies (rt::measured_load_imbalance). 0: none.
   double load_imbalance = 0;
+  /// The same in the worst microbatch, a stage's MoE layers together, which sets a dropless
+  /// rank's peak memory: predicted, MoeSpec::peak_imbalance(); measured, the largest over the
+  /// run's microbatches and processes (rt::peak_member_imbalance). 0: none.
+  double peak_load_imbalance = 0;
   std::vector<RankSummary> ranks;
 };
 

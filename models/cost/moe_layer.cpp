@@ -105,6 +105,14 @@ double moe_hidden_elements(const ModelSpec& model, const LayoutSpec& layout, dou
          T * model.moe.shared_expert_ffn_hidden / layout.tp;
 }
 
+/// `model` with its worst microbatch's routing (MoeSpec::peak_imbalance) as the load imbalance:
+/// the copies whose activations a rank holds at its memory peak.
+ModelSpec at_peak_routing(const ModelSpec& model) {
+  ModelSpec peak = model;
+  peak.moe.load_imbalance = model.moe.peak_imbalance();
+  return peak;
+}
+
 }  // namespace
 
 double moe_layer_activation_bytes(const ModelSpec& model, const LayoutSpec& layout,
@@ -114,7 +122,7 @@ double moe_layer_activation_bytes(const ModelSpec& model, const LayoutSpec& layo
   if (recompute == Recompute::Full) return rest;
   const double T = x.s * x.b;
   const double routed = moe_tokens_per_gpu(layout, T) * model.moe.top_k * model.d_model;
-  return rest + e * (2 * routed + 4 * moe_hidden_elements(model, layout, T));
+  return rest + e * (2 * routed + 4 * moe_hidden_elements(at_peak_routing(model), layout, T));
 }
 
 double moe_input_backward_freed_bytes(const ModelSpec& model, const LayoutSpec& layout,
@@ -122,7 +130,7 @@ double moe_input_backward_freed_bytes(const ModelSpec& model, const LayoutSpec& 
   if (recompute != Recompute::None) return 0;
   x.f = 0;
   return input_backward_freed_bytes(x, recompute, model.attention, e) +
-         e * moe_hidden_elements(model, layout, x.s * x.b);
+         e * moe_hidden_elements(at_peak_routing(model), layout, x.s * x.b);
 }
 
 }  // namespace dtwin

@@ -103,7 +103,9 @@ double expert_state_bytes_per_gpu(const ModelSpec& model, const LayoutSpec& layo
 /// in full (which keeps only the layer input), the routed token copies permuted and the experts'
 /// output, 2·Tg·k·d·e, and the llama formula's MLP share 4·tokens·width·e at the experts' width
 /// for the GPU's expert tokens, 4·Te·(fe/etp)·e, and at the shared expert's, 4·T·(fs/tp)·e.
-/// `x` is the dense layer's shape (T = x.s·x.b).
+/// Te at the worst microbatch's routing, MoeSpec::peak_imbalance (dropless, a rank's copies
+/// follow its routing, and its peak the microbatches in flight then). `x` is the dense layer's
+/// shape (T = x.s·x.b).
 double moe_layer_activation_bytes(const ModelSpec& model, const LayoutSpec& layout,
                                   LayerActivationShape x, Recompute recompute, double e);
 /// The part of it a split backward's I frees: input_backward_freed_bytes without the dense MLP,

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -143,6 +144,7 @@ MoeFeedForwardImpl::MoeFeedForwardImpl(const ModelSpec& spec, const torch::Tenso
 void MoeFeedForwardImpl::reset_counts() {
   kept_counts_ = torch::zeros({moe_.num_experts}, torch::kLong);
   load_counts_ = torch::zeros({moe_.num_experts}, torch::kLong);
+  member_copies_.clear();
 }
 
 torch::Tensor MoeFeedForwardImpl::forward(const torch::Tensor& x) {
@@ -220,6 +222,9 @@ torch::Tensor MoeFeedForwardImpl::run_experts(const torch::Tensor& xs,
         order.push_back(r);
       per_expert[i] += in_n[j * local + i];
     }
+  if (!in_recomputation())
+    member_copies_.emplace_back(start.back(),
+                                std::accumulate(send.begin(), send.end(), std::int64_t{0}));
   const torch::Tensor regroup = torch::tensor(order, torch::kLong).to(xs.device());
   const torch::Tensor arrived = all_to_all_rows(xs, send, recv, ep_);
   const torch::Tensor computed = experts(arrived.index_select(0, regroup), per_expert);

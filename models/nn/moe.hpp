@@ -33,6 +33,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "models/nn/expert_parallel.hpp"
 #include "models/nn/llama_layers.hpp"
@@ -119,7 +121,14 @@ class MoeFeedForwardImpl : public torch::nn::Module {
   /// Routed token copies per expert (before the capacity drops them) since the last
   /// reset_counts(), int64 [E] on the CPU: the load the sigmoid router's bias balances.
   const torch::Tensor& expert_load() const { return load_counts_; }
-  /// Zeroes both counts.
+  /// Per forward since the last reset_counts() with ep.size > 1, not a recomputation's rerun:
+  /// {copies this member's experts received, copies it sent out to the members (its own
+  /// included)}, the second being every member's mean under dropless routing (each routes
+  /// T·top_k). Empty with ep.size 1.
+  const std::vector<std::pair<std::int64_t, std::int64_t>>& member_copies() const {
+    return member_copies_;
+  }
+  /// Zeroes both counts and empties member_copies().
   void reset_counts();
 
   Router router{nullptr};
@@ -135,6 +144,7 @@ class MoeFeedForwardImpl : public torch::nn::Module {
   ExpertParallelGroup ep_;
   double aux_loss_scale_ = 1;
   torch::Tensor kept_counts_, load_counts_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> member_copies_;
 };
 TORCH_MODULE(MoeFeedForward);
 

@@ -34,6 +34,14 @@ struct MoeSpec {
   /// the mean, T·top_k/ep. It scales the expert GEMMs and the all-to-alls, which wait for the
   /// busiest rank. 1 = perfectly balanced routing.
   double load_imbalance = 1;
+  /// The busiest expert-parallel rank's copies over the mean in its worst microbatch (its MoE
+  /// layers together), which sets the expert activations a dropless rank holds at its memory
+  /// peak; 0 = load_imbalance. The mean sets the time, the tail the memory.
+  double peak_load_imbalance = 0;
+  /// peak_load_imbalance, or load_imbalance where it is 0.
+  double peak_imbalance() const {
+    return peak_load_imbalance > 0 ? peak_load_imbalance : load_imbalance;
+  }
   Router router = Router::Softmax;
   /// α of the load-balancing auxiliary loss α·E·Σ f_i·P_i (Switch Transformer eq. 4).
   double aux_loss_coeff = 0.01;

@@ -265,6 +265,12 @@ std::vector<FieldSpec> make_fields() {
                             "receives over the mean (1 = balanced routing); scales the expert "
                             "GEMMs and the all-to-alls, and a profile's passes (timed balanced)"),
                    &S::model, &M::moe, &E::load_imbalance));
+  f.push_back(bind(quantity("model.moe.peak_load_imbalance", false, Quantity::Count, false,
+                            "the busiest expert-parallel rank's copies over the mean in its "
+                            "worst microbatch (all its MoE layers): the expert activations a "
+                            "dropless rank holds at its memory peak (0 = load_imbalance); dtwin "
+                            "run measures it (compare.json's peak_load_imbalance)"),
+                   &S::model, &M::moe, &E::peak_load_imbalance));
   f.push_back(bind_enum(choice("model.moe.router", false,
                                "softmax top-k, or sigmoid top-k with an auxiliary-loss-free "
                                "expert bias (DeepSeek-V3)",

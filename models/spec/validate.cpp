@@ -239,6 +239,15 @@ void check_experts(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
   if (e.load_imbalance < 1)
     out.push_back({{"model.moe.load_imbalance"},
                    "at least 1 (the busiest expert-parallel rank's tokens over the mean)"});
+  if (e.peak_load_imbalance > 0 && e.peak_load_imbalance < e.load_imbalance)
+    out.push_back({{"model.moe.peak_load_imbalance", "model.moe.load_imbalance"},
+                   fmt::format("0 or at least model.moe.load_imbalance ({}): the worst "
+                               "microbatch's imbalance, not below the mean's",
+                               e.load_imbalance)});
+  if (e.peak_load_imbalance > l.ep)
+    out.push_back(
+        {{"model.moe.peak_load_imbalance", "layout.ep"},
+         fmt::format("at most layout.ep ({}): a rank receives at most every copy", l.ep)});
   if (l.hybrid_shard())
     out.push_back({{"layout.dp_shard", "model.moe"},
                    "absent, 0 or layout.dp with model.moe (hybrid sharding of the expert "
