@@ -8,7 +8,7 @@
 #               threads; the first race report stops the process (halt_on_error) and fails its test
 #               (suppressions: tests/sanitizers/tsan.supp).
 #   build-fuzz/ the input readers' libFuzzer targets (clang, ASan, UBSan), each run for
-#               DTWIN_FUZZ_SECONDS (default 45) by scripts/fuzz.sh.
+#               DTWIN_FUZZ_SECONDS (default 30) by scripts/fuzz.sh.
 # LibTorch, SimGrid and Catch2's runner stay uninstrumented. README's main command builds the
 # plain build/.
 set -euo pipefail
@@ -28,5 +28,5 @@ stage "TSan build"
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/sanitizers/tsan.supp ${TSAN_OPTIONS:-}" \
   ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L threads
 stage "TSan tests"
-bash scripts/fuzz.sh "${DTWIN_FUZZ_SECONDS:-45}"
+bash scripts/fuzz.sh "${DTWIN_FUZZ_SECONDS:-30}"
 stage "fuzzing"

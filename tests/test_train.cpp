@@ -332,7 +332,8 @@ TEST_CASE(
 
 TEST_CASE(
     "expert parallelism trains the single-rank model: ep=2 over dp=2, dp=4 x ep=2 (experts "
-    "reduced over 2 replicas), pp=2 x dp=2 x ep=2 with ZB-H1, with capacity and dropless",
+    "reduced over 2 replicas), pp=2 x dp=2 x ep=2 with ZB-H1, dropless, and the last with "
+    "capacity",
     "[threads]") {
   const std::string moe =
       " --set model.moe.num_experts=4 --set model.moe.top_k=2 --set model.moe.expert_ffn_hidden=64"
@@ -349,6 +350,9 @@ TEST_CASE(
          {std::pair<std::string, std::string>{"ep2-dp2-", layout_args(2, 1, 4, "1f1b")},
           {"ep2-dp4-", layout_args(4, 1, 2, "1f1b")},
           {"ep2-dp2-pp2-", layout_args(2, 2, 4, "zb-h1")}}) {
+      // The capacity's drops are the layer's (test_moe_layer.cpp): on the layout with every
+      // exchange, pipeline and expert-parallel, only (2 trainings fewer under the sanitizers).
+      if (!capacity.empty() && name != "ep2-dp2-pp2-") continue;
       CAPTURE(name);
       const Trained trained = train_run(name + capacity, layout + model);
       check_equal(trained.losses, reference.losses);
