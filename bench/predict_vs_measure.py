@@ -30,8 +30,8 @@ DTWIN = ARGS[0] if len(ARGS) > 0 else "build/cli/dtwin"
 STEPS = ARGS[1] if len(ARGS) > 1 else "30"
 SCENARIOS = (["h100-single", "h100-124m", "h100-pp4-shared"] if GPU else
              ["quickstart", "dp2", "pp3-gpipe", "hybrid-dp2-pp2", "pp2-interleaved", "pp3-zbh1",
-              "zero3-dp2", "tp2", "3d-dp2-tp2-pp2", "gqa-tp2", "moe-pp3", "moe-ep2", "cp2",
-              "cp2-tp2"])
+              "zero3-dp2", "tp2", "3d-dp2-tp2-pp2", "gqa-tp2", "moe-pp3", "moe-ep2",
+              "moe-pp2-ep2", "cp2", "cp2-tp2"])
 OUT = "out/bench-gpu" if GPU else "out/bench"
 
 
