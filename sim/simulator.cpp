@@ -217,33 +217,22 @@ int profiled_block(const World& world, int rank) {
   return rank / profiled_schedule_ranks(world.scenario);
 }
 
-// Seconds a pass whose tensor-parallel collectives (or expert-parallel all-to-alls) the profile
-// measured waits in them beyond the profile's figure while other processes of its host compute:
-// each collective waits for the partner member, which first waits for a core, as a rank resuming
-// after a wait does (Profile::resume_delay, one per collective). The profile ran the group with the
-// other groups of its profiled_block, so their computing is in its figure already; the others are
-// the processes of the ranks computing outside it. cp2-tp2 (its 2 groups on one 2-core host, all in
+// Seconds a pass whose tensor-parallel collectives the profile measured waits in them beyond the
+// profile's figure while other processes of its host compute: each collective waits for the
+// partner member, which first waits for a core, as a rank resuming after a wait does
+// (Profile::resume_delay, one per collective). The profile ran the group with the other groups
+// of its profiled_block, so their computing is in its figure already; the others are the
+// processes of the ranks computing outside it. cp2-tp2 (its 2 groups on one 2-core host, all in
 // the profile): counting its partner group added 6.4 ms per F and 11.3 per B to the profile's
-// 47.9 and 60.8 ms of collectives, which training measured at 48.7 and 61.4. An expert-parallel
-// all-to-all is an exchange between processes (the members are processes, not one group's
-// threads): each waits as a pipeline receive posted late does, late_receive(j) less its time
-// with none computing besides. moe-pp2-ep2 (its other stage's 2 processes outside): stage 1's F
-// (9 all-to-alls) waited 38 ms in them in training against the profile's 3.9; with resume
-// delays the replay of that run predicted 7.1 ms, with late receives 36.2 ms, F 117.6 ms against
-// 114 measured.
+// 47.9 and 60.8 ms of collectives, which training measured at 48.7 and 61.4.
 double partner_delay_seconds(World& world, int rank, const Action& a) {
   const StageCost& s = world.cost.stage(a.stage);
-  const double tp = of_kind(a.kind, s.tp_forward_collectives, s.tp_input_backward_collectives,
-                            s.tp_input_backward_collectives, 0, 0);
-  const double ep = of_kind(a.kind, s.ep_forward_collectives, s.ep_input_backward_collectives,
-                            s.ep_input_backward_collectives, 0, 0);
+  const double count = of_kind(a.kind, s.tp_forward_collectives, s.tp_input_backward_collectives,
+                               s.tp_input_backward_collectives, 0, 0);
   const sg4::Host* host = world.platform.rank_hosts[rank];
   const int outside =
       world.computing[host] - world.computing_profiled[{host, profiled_block(world, rank)}];
-  const int others = outside * world.platform.members_per_host;
-  const Profile& profile = *world.options.profile;
-  return tp * profile.resume_delay(others) +
-         ep * std::max(0.0, profile.late_receive_seconds(others) - profile.late_receive_seconds(0));
+  return count * world.options.profile->resume_delay(outside * world.platform.members_per_host);
 }
 
 // True where compute actions get TimedAction::cpu, as the runtime measures it: on a CPU device,

@@ -427,33 +427,6 @@ TEST_CASE("a tensor-parallel pass waits no resume delay for the groups its profi
   CHECK(step(1, delay) > step(1, 0) + delay);
 }
 
-TEST_CASE(
-    "an expert-parallel pass waits a late receive per all-to-all while other stages compute") {
-  // moe-pp2-ep2: each stage's ep2 group on one 2-core device (4 processes); the profile ran one
-  // stage's group, 0.1 ms of all-to-all waits in each F and B. Stage 0 holds 2 MoE layers, stage
-  // 1 three (3 all-to-alls each in F, 2 in the backward). moe-ep2 (one stage, one group, all in
-  // the profile) waits none.
-  const auto step = [](const std::string& name, double late) {
-    const Scenario scenario =
-        load_scenario(std::string(DTWIN_SOURCE_DIR) + "/scenarios/" + name + ".yaml",
-                      {"cluster.intra_node.bandwidth=1e15", "cluster.intra_node.latency=0"});
-    return simulate_profiled(scenario, [&](Profile& profile, const CostModel& cost) {
-      const StageCost& last = cost.stage(cost.num_stages() - 1);
-      REQUIRE(last.ep_forward_collectives == 3 * last.moe_layers);
-      REQUIRE(last.ep_input_backward_collectives == 2 * last.moe_layers);
-      for (StageSeconds& s : profile.stages) s.tp_forward = s.tp_backward = 1e-4;
-      profile.late_receive = {1e-4, 1e-4 + late, 1e-4 + late};
-    })[0];
-  };
-  const double late = 2e-4;
-  CHECK(step("moe-ep2", late) == Approx(step("moe-ep2", 0)).epsilon(1e-9));
-  const double plain = step("moe-pp2-ep2", 0), delayed = step("moe-pp2-ep2", late);
-  CHECK(delayed >= plain + 6 * late - 1e-9);  // at least one F of stage 0 beside stage 1
-  // at most every pass of both stages one after another: 4 microbatches x (2 + 3) layers x
-  // (3 + 2) all-to-alls
-  CHECK(delayed <= plain + 4 * 5 * 5 * late + 1e-9);
-}
-
 TEST_CASE("a tensor-parallel pass's collectives take their helper threads' CPU from the cores") {
   // `dp` replicas of a one-layer, tp = 2 model on one device of one core; the profile measured
   // 0.1 ms of collectives in each F and B, `helper` seconds of which Gloo's threads computed.

@@ -377,10 +377,6 @@ CostModel::CostModel(const Scenario& scenario)
       c.tp_forward_collectives = 2 * c.num_layers;
       c.tp_input_backward_collectives = (2 + recompute_collectives) * c.num_layers;
     }
-    if (l.ep > 1) {
-      c.ep_forward_collectives = 3 * Lm;
-      c.ep_input_backward_collectives = (l.recompute == Recompute::Full ? 5 : 2) * Lm;
-    }
     if (c.has_embedding) {
       c.params += shape.embedding;
       c.activation_bytes += T * d * bpe / sp_shard;

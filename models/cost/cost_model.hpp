@@ -96,12 +96,6 @@ struct StageCost : StageLayers {
   /// F on the first stage, the head input's gradient sum in I on the last; 0 without tp.
   int tp_forward_collectives = 0;
   int tp_input_backward_collectives = 0;
-  /// How many expert-parallel all-to-alls F and I (or B) each run, each an exchange with the
-  /// other members: per MoE layer 3 in F (the counts, the dispatch, the combine;
-  /// models/nn/moe.cpp), 2 in I (their gradients), 3 more in I under full recomputation; 0 with
-  /// ep 1.
-  int ep_forward_collectives = 0;
-  int ep_input_backward_collectives = 0;
   /// Compute seconds when the scenario names a device description (cluster.device.model).
   std::optional<KernelSeconds> kernel;
   double host_pass_s = 0;       ///< offloaded weights streamed in for each F and I (or B)
