@@ -351,17 +351,14 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
             fmt::format("{:.3f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
             relative(m.bytes.relative_error()) + " |\n";
   }
-  if (c.load_imbalance)
-    md += fmt::format(
-        "\nMoE load imbalance (the busiest expert-parallel member's copies over the mean): "
-        "{:.3f} set, {:.3f} counted ({}).\n",
-        c.load_imbalance->predicted, c.load_imbalance->measured,
-        relative(c.load_imbalance->relative_error()));
-  if (c.peak_load_imbalance)
-    md += fmt::format(
-        "In the worst microbatch (sets dropless peak memory): {:.3f} set, {:.3f} counted ({}).\n",
-        c.peak_load_imbalance->predicted, c.peak_load_imbalance->measured,
-        relative(c.peak_load_imbalance->relative_error()));
+  for (const auto& [label, figure] :
+       {std::pair{
+            "\nMoE load imbalance (the busiest expert-parallel member's copies over the mean)",
+            &c.load_imbalance},
+        {"In the worst microbatch (sets dropless peak memory)", &c.peak_load_imbalance}})
+    if (*figure)
+      md += fmt::format("{}: {:.3f} set, {:.3f} counted ({}).\n", label, (*figure)->predicted,
+                        (*figure)->measured, relative((*figure)->relative_error()));
 
   md += "\n## Where the prediction misses\n\n" + explain_gap(c) + "\n";
   return md;

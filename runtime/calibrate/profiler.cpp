@@ -342,8 +342,7 @@ double take_out_members_concurrency(const Scenario& scenario, Profile& profile) 
     profile.processes_sharing_cores = members;
     return 1;
   }
-  const int busy = members;
-  const double factor = profile.concurrency_slowdown(busy) /
+  const double factor = profile.concurrency_slowdown(members) /
                         profile.concurrency_slowdown(members_per_device(scenario));
   if (factor == 1) return 1;
   for (StageSeconds& s : profile.stages) {
