@@ -4,6 +4,7 @@
 // a call to the model's own formulas.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -269,11 +270,48 @@ TEST_CASE("A MoE layer's operators: router, permute, experts, un-permute, shared
       "expert_swiglu", "expert_down", "moe_unpermute", "shared_gate", "shared_up",
       "shared_swiglu", "shared_down", "mlp_residual"};
   CHECK(std::vector<std::string>(names.end() - ffn.size(), names.end()) == ffn);
-  // the experts' GEMM: the GPU's 8192 expert token copies, 14336/2 columns each of gate and up
+  // the experts' grouped GEMM: the GPU's 8192 expert token copies over its 8/4 = 2 local
+  // experts, 4096 each, 14336/2 columns each of gate and up
   const dtwin::Op& gate = moe[names.size() - ffn.size() + 3];
-  CHECK(gate.m == 8192.0);
+  CHECK(gate.batch == 2.0);
+  CHECK(gate.m == 4096.0);
   CHECK(gate.n == 7168.0);
   CHECK(gate.k == 4096.0);
+}
+
+TEST_CASE("A grouped GEMM of few tokens per expert loses tile and wave quantization",
+          "[cost][moe]") {
+  // 64 experts of width 8192, top 2, ep 8: 8 local experts. A microbatch of 1040 tokens on one
+  // GPU (tp 1) sends 2080 copies, 260 per local expert. The H100's 128 x 256 tiles: per expert
+  // the gate GEMM (260, 8192, 4096) is 3 x 32 tiles, 8 experts 768 tiles in 6 waves of 132 SMs,
+  // quantization 2080·8192 / (6·132·128·256) = 0.6566; one GEMM over all 2080 copies would be
+  // 17 x 32 = 544 tiles in 5 waves.
+  const Scenario sc = mixtral(
+      8, 1, 8,
+      {"model.moe.num_experts=64", "model.moe.expert_ffn_hidden=8192", "model.seq_len=1040",
+       "cluster.device.kind=gpu", "cluster.device.model=h100-sxm", "training.precision=bf16"});
+  const auto ops =
+      dtwin::moe_layer_ops(sc.model, sc.layout, sc.training.precision, dtwin::Pass::Forward);
+  const auto gate = std::find_if(ops.begin(), ops.end(),
+                                 [](const dtwin::Op& op) { return op.name == "expert_gate"; });
+  REQUIRE(gate != ops.end());
+  CHECK(gate->batch == 8.0);
+  CHECK(gate->m == 260.0);
+  CHECK(gate->flops == 2 * 2080.0 * 8192 * 4096);
+  REQUIRE(sc.cluster.device.description);
+  const dtwin::DeviceDescription& h100 = *sc.cluster.device.description;
+  REQUIRE(h100.tile_m == 128);
+  REQUIRE(h100.tile_n == 256);
+  REQUIRE(h100.sm_count == 132);
+  const double peak = h100.peak_flops(dtwin::Precision::Bf16) * h100.gemm_efficiency;
+  const double compute = 2 * 2080.0 * 8192 * 4096 / (peak * 2080.0 * 8192 / (6 * 132.0 * 32768));
+  // each expert's operands and result once, 2 bytes each
+  const double bytes = (260.0 * 4096 + 4096.0 * 8192 + 260.0 * 8192) * 8 * 2;
+  const double memory = bytes / (h100.memory_bandwidth * h100.memory_efficiency);
+  CHECK(dtwin::op_seconds(h100, *gate, sc.training.precision) ==
+        Approx(std::max(compute, memory) + h100.kernel_overhead));
+  const double merged = 2 * 2080.0 * 8192 * 4096 / (peak * 2080.0 * 8192 / (5 * 132.0 * 32768));
+  CHECK(compute == Approx(merged * 6 / 5));
 }
 
 TEST_CASE("The cost model charges MoE stages: FLOPs, all-to-alls, parameters, memory, MFU",

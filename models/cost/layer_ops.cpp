@@ -18,14 +18,15 @@ struct Step {
   int backward_host_ops = 0;         ///< framework operators of its backward (host_ops.hpp)
 };
 
-Step gemm(const std::string& name, double m, double n, double k) {
+Step gemm(const std::string& name, double m, double n, double k, double batch = 1) {
   Op op;
   op.name = name;
   op.kind = OpKind::Gemm;
   op.m = m;
   op.n = n;
   op.k = k;
-  op.flops = 2 * m * n * k;
+  op.batch = batch;
+  op.flops = 2 * m * n * k * batch;
   return {op};
 }
 
@@ -62,8 +63,8 @@ std::vector<Op> ops_of(const std::vector<Step>& steps, Pass pass) {
     const int host = it->backward_host_ops;
     if (f.kind == OpKind::Gemm) {
       // dX[m×k] = dY[m×n]·Wᵀ[n×k]; dW[k×n] = Xᵀ[k×m]·dY[m×n].
-      ops.push_back(input ? gemm(f.name + " dgrad", f.m, f.k, f.n).forward
-                          : gemm(f.name + " wgrad", f.k, f.n, f.m).forward);
+      ops.push_back(input ? gemm(f.name + " dgrad", f.m, f.k, f.n, f.batch).forward
+                          : gemm(f.name + " wgrad", f.k, f.n, f.m, f.batch).forward);
       ops.back().fp8 = f.fp8;
       ops.back().host_ops = input ? host - host / 2 : host / 2;
     } else if (f.kind == OpKind::Attention && input) {
@@ -128,7 +129,8 @@ std::vector<Step> with_fp8_casts(const std::vector<Step>& steps, const Dims& x) 
     if (step.forward.kind == OpKind::Gemm) {
       const Op& g = step.forward;
       const Fp8CastBytes bytes = fp8_cast_bytes(g.m, g.n, g.k, x.recipe, x.microbatches);
-      out.push_back(memory(g.name + " fp8 cast", bytes.forward, bytes.input_backward));
+      out.push_back(
+          memory(g.name + " fp8 cast", g.batch * bytes.forward, g.batch * bytes.input_backward));
       out.push_back(step);
       out.back().forward.fp8 = true;
     } else {
@@ -216,6 +218,9 @@ std::vector<Step> moe_ffn_steps(const ModelSpec& model, const LayoutSpec& layout
   const double Tg = moe_tokens_per_gpu(layout, x.T);
   const double Te = moe_expert_tokens(model, layout, x.T);
   const double fe = double(moe.expert_ffn_hidden) / layout.expert_tp();
+  // The grouped GEMM runs one GEMM per local expert, each over its share of the tokens.
+  const double local = double(moe.num_experts) / layout.ep;
+  const double Tx = Te / local;
   const double routed = Tg * moe.top_k * x.d * x.e;  // one tensor of the routed token copies
   const double hidden = Te * fe * x.e;
   struct Named {
@@ -225,10 +230,10 @@ std::vector<Step> moe_ffn_steps(const ModelSpec& model, const LayoutSpec& layout
   std::vector<Named> named = {
       {gemm("moe_router", Tg, moe.num_experts, x.d), "mlp_gate"},
       {memory("moe_permute", 2 * routed, 2 * routed), "swiglu"},
-      {gemm("expert_gate", Te, fe, x.d), "mlp_gate"},
-      {gemm("expert_up", Te, fe, x.d), "mlp_up"},
+      {gemm("expert_gate", Tx, fe, x.d, local), "mlp_gate"},
+      {gemm("expert_up", Tx, fe, x.d, local), "mlp_up"},
       {memory("expert_swiglu", 3 * hidden, 5 * hidden), "swiglu"},
-      {gemm("expert_down", Te, x.d, fe), "mlp_down"},
+      {gemm("expert_down", Tx, x.d, fe, local), "mlp_down"},
       {memory("moe_unpermute", routed + Tg * x.d * x.e, routed + Tg * x.d * x.e), "swiglu"}};
   if (moe.shared_expert_ffn_hidden > 0) {
     const double fs = moe.shared_expert_ffn_hidden / x.tp;
@@ -289,7 +294,7 @@ double op_seconds(const DeviceDescription& device, const Op& op, Precision preci
   const Precision stored = storage_precision(precision);
   switch (op.kind) {
     case OpKind::Gemm:
-      return gemm_seconds(device, op.m, op.n, op.k, op.fp8 ? Precision::Fp8 : stored);
+      return gemm_seconds(device, op.m, op.n, op.k, op.fp8 ? Precision::Fp8 : stored, op.batch);
     case OpKind::Attention:
       return attention_seconds(device, op.attention, stored);
     case OpKind::MemoryBound:

@@ -87,9 +87,11 @@ struct Op {
   std::string name;  ///< e.g. "qkv", "qkv dgrad", "qkv wgrad", "attention backward"
   OpKind kind = OpKind::MemoryBound;
   double m = 0, n = 0, k = 0;  ///< Gemm: C[m×n] = A[m×k]·B[k×n]
-  AttentionCore attention;     ///< Attention: the core it computes
-  double flops = 0;            ///< Gemm (2·m·n·k) and Attention (attention_flops); else 0
-  double bytes = 0;            ///< MemoryBound: bytes read and written (see the file comment)
+  /// Gemm: independent GEMMs of this shape in one kernel (a grouped GEMM's local experts).
+  double batch = 1;
+  AttentionCore attention;  ///< Attention: the core it computes
+  double flops = 0;         ///< Gemm (2·m·n·k·batch) and Attention (attention_flops); else 0
+  double bytes = 0;         ///< MemoryBound: bytes read and written (see the file comment)
   /// Framework operators the host dispatches for it in its pass (models/cost/host_ops.hpp; a
   /// layer operator's backward count split evenly between its dgrad and wgrad GEMMs); 0 for the
   /// embedding's and the head's operators, which are not counted.
@@ -121,9 +123,10 @@ std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Prec
 /// notation): layer_ops with the dense MLP's gate, up, SwiGLU and down replaced by the router
 /// GEMM (Tg, E, d); the permute, memory-bound, reading and writing the Tg·k routed token copies,
 /// 2·Tg·k·d·e each way; the experts' gate and up (Te, fe/etp, d), SwiGLU over Te·fe/etp and down
-/// (Te, d, fe/etp), with Te = moe_expert_tokens the busiest GPU's expert tokens: its grouped GEMM
-/// is modelled as one GEMM over all its experts' tokens (its efficiency at few tokens per expert
-/// is not modelled); the un-permute and combine, reading the k copies and writing Tg tokens,
+/// (Te, d, fe/etp), with Te = moe_expert_tokens the busiest GPU's expert tokens, each as a grouped
+/// GEMM: E/ep GEMMs (Op::batch) of Te/(E/ep) tokens each, so that few tokens per expert lose
+/// the tile and wave quantization gemm_seconds prices (DeepSeek-V3's 256 experts of 2048 at 8 per
+/// GPU); the un-permute and combine, reading the k copies and writing Tg tokens,
 /// Tg·(k + 1)·d·e each way; and the shared expert, a dense SwiGLU MLP of width fs/tp on T tokens.
 /// The dispatch and combine all-to-alls are not operators (CostModel charges them). The new
 /// operators take the host-op counts of the dense operator of the same kind (GEMMs those of
