@@ -4,7 +4,11 @@
 # 22:21, without book, chapter or verse numbers, single spaces, no trailing spaces.
 # The text comes from Debian's bible-kjv-text package (version 4.38), read by its `bible`
 # program (package bible-kjv); scripts/install-deps.sh installs both.
-# Idempotent: does nothing when DATA_DIR/corpus.txt exists.
+# Then the text-classification task kjv-books (scripts/make_kjv_classification.py: each verse
+# labelled by its group of books, GLUE's single-sentence TSV, fixed train/dev splits, a WordPiece
+# tokenizer) in DATA_DIR/kjv-books/, tokenized to 128 positions (scripts/tokenize_glue.py) as
+# train.safetensors and dev.safetensors; it needs the project's .venv (scripts/install-deps.sh).
+# Idempotent: does nothing for a part whose output exists.
 # Usage: scripts/fetch_data.sh [DATA_DIR]   (default: data/ at the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,15 +20,45 @@ VERSES=31102
 
 data_dir="${1:-data}"
 out="$data_dir/corpus.txt"
-if [ -s "$out" ]; then
-  echo "fetch_data: $out exists; nothing to do"
-  exit 0
-fi
 
 die() {
   echo "fetch_data: error: $*" >&2
   exit 1
 }
+
+# The TSVs of kjv-books as make_kjv_classification.py writes them from bible-kjv-text 4.38.
+TRAIN_SHA256="53aef2d96f866dfcf0342a69f8563f154ced24303b98198a60568b8c1d9b2020"
+DEV_SHA256="0ab89a4a3e11fc6a62101de1f1a8ff42aa5e874cb940adc2c99a918ca66054d5"
+
+write_kjv_books() {
+  local dir="$data_dir/kjv-books" python=.venv/bin/python
+  if [ -s "$dir/dev.safetensors" ]; then
+    echo "fetch_data: $dir exists; nothing to do"
+    return
+  fi
+  [ -x "$python" ] || die "$python is missing: run scripts/install-deps.sh"
+  local partial
+  partial="$(mktemp -d "$data_dir/.kjv-books.XXXXXX")"
+  "$python" scripts/make_kjv_classification.py "$partial"
+  echo "$TRAIN_SHA256  $partial/train.tsv" | sha256sum --check --quiet - ||
+    die "kjv-books' train.tsv differs from the one of bible-kjv-text 4.38 (SHA-256 $TRAIN_SHA256)"
+  echo "$DEV_SHA256  $partial/dev.tsv" | sha256sum --check --quiet - ||
+    die "kjv-books' dev.tsv differs from the one of bible-kjv-text 4.38 (SHA-256 $DEV_SHA256)"
+  for split in train dev; do
+    "$python" scripts/tokenize_glue.py --task sst2 --tokenizer "$partial/tokenizer" \
+      --labels "$partial/labels.txt" --max-len 128 "$partial/$split.tsv" "$partial/$split.safetensors"
+  done
+  chmod 644 "$partial"/*.safetensors
+  chmod 755 "$partial"
+  rm -rf "$dir"
+  mv "$partial" "$dir"
+}
+
+if [ -s "$out" ]; then
+  echo "fetch_data: $out exists; nothing to do"
+  write_kjv_books
+  exit 0
+fi
 
 command -v bible >/dev/null 2>&1 ||
   die "the 'bible' program (Debian package bible-kjv) is missing: run scripts/install-deps.sh"
@@ -46,3 +80,4 @@ chmod 644 "$partial"
 mv -f "$partial" "$out"
 trap - EXIT
 echo "fetch_data: wrote $out: $lines lines, $(wc -w <"$out") words, $(wc -c <"$out") bytes"
+write_kjv_books
