@@ -436,7 +436,7 @@ TEST_CASE("a bad value of every named setting exits 2 with file:line:col and the
     std::string key, names, bad;
   };
   const std::array<Case, 8> cases{{
-      {"  family: llama", "model.family", "llama, gpt2", "bert"},
+      {"  family: llama", "model.family", "llama, gpt2, bert, distilbert", "roberta"},
       {"  schedule: 1f1b", "layout.schedule",
        "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-1p, zb-2p, zb-v, dualpipe-v", "2f2b"},
       {"  micro_batch_size: 1", "layout.dp_sync", "allreduce, gather-scatter, weight-average",

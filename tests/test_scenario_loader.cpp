@@ -82,11 +82,13 @@ TEST_CASE("quickstart scenario loads with its values in base units", "[scenario]
   CHECK(s.runtime.timeout_s == Approx(60));
 }
 
-TEST_CASE("model.family accepts llama and gpt2", "[scenario]") {
+TEST_CASE("model.family accepts llama, gpt2, bert and distilbert", "[scenario]") {
   CHECK(load_scenario(kQuickstart, {"model.family=gpt2"}).model.family == dtwin::ModelFamily::Gpt2);
-  CHECK(starts_with(load_error(kQuickstart, {"model.family=bert"}),
-                    "--set model.family=bert: model.family: expected one of llama, gpt2, got "
-                    "'bert'"));
+  CHECK(load_scenario(kQuickstart, {"model.family=distilbert"}).model.family ==
+        dtwin::ModelFamily::DistilBert);
+  CHECK(starts_with(load_error(kQuickstart, {"model.family=roberta"}),
+                    "--set model.family=roberta: model.family: expected one of llama, gpt2, bert, "
+                    "distilbert, got 'roberta'"));
   SECTION("only llama's rotary embeddings need an even head size") {
     // d_model 30 over 6 heads: head size 5
     const std::vector<std::string> odd = {"model.d_model=30"};

@@ -34,9 +34,15 @@ struct Shape {
   double layer_matmul_held = 0;
   double embedding = 0;    ///< the first stage's lookup tables
   double final_norm = 0;   ///< the last stage's norm
-  double head = 0;         ///< the LM head's matrix
+  double head = 0;         ///< the head's parameters: the LM head's matrix, or an encoder's
   bool tied_head = false;  ///< the head is the token embedding
   double lookup_only = 0;  ///< lookup tables never used as a matrix product
+  /// The head reads this fraction of the tokens: all (an LM head), or the first of each
+  /// sequence, 1/s (an encoder's classification head).
+  double head_token_fraction = 1;
+  /// Columns the head's GEMMs produce per token it reads, each over d inputs: V (the logits),
+  /// or d + L for an encoder (the pooler's d, the classifier's L logits).
+  double head_width = 0;
 };
 
 /// The layers of `m` on a tensor-parallel group of `tp` (see cost_model.hpp's file comment).
@@ -48,6 +54,7 @@ Shape shape_of(const ModelSpec& m, int tp) {
   const double attention = 2 * d * d + 2 * d * kv_width;  // q and o d×d, k and v d×kv·hd
   Shape shape;
   shape.head = V * d;
+  shape.head_width = V;
   switch (m.family) {
     case ModelFamily::Llama:
       shape.layer_matmul = attention + 3 * d * f;
@@ -69,6 +76,22 @@ Shape shape_of(const ModelSpec& m, int tp) {
       shape.tied_head = true;
       shape.lookup_only = s * d;  // the position embedding; the token embedding is also the head
       return shape;
+    case ModelFamily::Bert:
+    case ModelFamily::DistilBert: {
+      // gpt2's layer (post- instead of pre-LayerNorm: the same weights)
+      shape.layer_matmul = attention + 2 * d * f;
+      shape.layer_params = shape.layer_matmul + 2 * d + 2 * kv_width + f + d + 4 * d;
+      shape.layer_matmul_held = shape.layer_matmul + 2 * d * copies;
+      shape.layer_params_held = shape.layer_params + 2 * (d + 1) * copies;
+      const double types = m.family == ModelFamily::Bert ? 2 : 0;  // token-type rows
+      shape.lookup_only = (V + m.positions() + types) * d;
+      shape.embedding = shape.lookup_only + 2 * d;  // and the embeddings' LayerNorm
+      const double L = m.num_labels;
+      shape.head = d * d + d + d * L + L;  // pooler (pre-classifier) and classifier, with biases
+      shape.head_token_fraction = 1 / s;
+      shape.head_width = d + L;
+      return shape;
+    }
   }
   throw std::logic_error("CostModel: model.family " +
                          std::string(kModelFamilyNames.name(m.family)) + " has no shape");
@@ -287,7 +310,8 @@ CostModel::CostModel(const Scenario& scenario)
   // With full recomputation the layer whose backward runs holds its recomputed activations, all
   // of them, until that backward ends (Chen et al. 2016 §3).
   const double recomputed_layer = l.recompute == Recompute::Full ? layer_bytes(Recompute::None) : 0;
-  const double head_flops = 2 * T * d * V / t;
+  const double head_tokens = T * shape.head_token_fraction;  // the tokens the head reads
+  const double head_flops = 2 * head_tokens * d * shape.head_width / t;
   // Recomputation re-runs part of the forward inside the backward (Korthikanti et al. 2022 §4):
   // full the whole layer, selective the attention core.
   const double recompute_flops = l.recompute == Recompute::Full ? matmul_flops + attention_flops
@@ -395,12 +419,14 @@ CostModel::CostModel(const Scenario& scenario)
       // The loss runs on fp32 logits at either precision (models/nn/stage_module.cpp), as
       // Megatron-LM's does (Korthikanti et al. 2022 §4.3: 4·s·b·v bytes): it keeps their
       // log-softmax, and its backward holds two fp32 logit-sized gradients more.
-      c.activation_bytes += T * V * kLossBytesPerElement / t;
+      // An encoder's head keeps its pooled [CLS] states and logits, fp32 likewise.
+      const double head_outputs = head_tokens * shape.head_width / t;
+      c.activation_bytes += head_outputs * kLossBytesPerElement;
       // A split backward's I frees the log-softmax and stashes the logits' gradient for the
       // head's W at the compute precision.
-      c.input_backward_freed_bytes += T * V * (kLossBytesPerElement - bpe) / t;
+      c.input_backward_freed_bytes += head_outputs * (kLossBytesPerElement - bpe);
       c.backward_workspace_bytes =
-          std::max(c.backward_workspace_bytes, 2 * T * V * kLossBytesPerElement / t);
+          std::max(c.backward_workspace_bytes, 2 * head_outputs * kLossBytesPerElement);
       if (l.tp > 1) {  // the head input's gradient sum
         c.tp_input_backward_s += tp_collective;
         ++c.tp_input_backward_collectives;
@@ -533,7 +559,11 @@ double CostModel::model_flops_per_token() const {
   // A MoE layer's token uses only its active feed-forward weights (top_k experts, shared, router).
   const double inactive =
       moe_layers(model_) * (moe_ffn_params(model_) - moe_active_ffn_params(model_));
-  return 6 * (non_embedding_params() - inactive) + 12 * L * d * s;
+  // An encoder's head runs once per sequence, on its first token (Shape::head_token_fraction).
+  const Shape shape = shape_of(model_, layout_.tp);
+  const double head = shape.tied_head ? 0 : shape.head;
+  return 6 * (non_embedding_params() - inactive - head) + 6 * head * shape.head_token_fraction +
+         12 * L * d * s;
 }
 
 double CostModel::tokens_per_microbatch() const {

@@ -273,7 +273,8 @@ class CostModel {
   /// N of the MFU formula: total_params() less the input lookup tables that are never used as a
   /// matrix product: the token embedding V·d for llama (whose LM head is a separate matrix that
   /// stays in N), the position embedding s·d for gpt2 (whose token embedding is also its LM head,
-  /// a matrix product on every token, so it stays in N). This is the count nanoGPT's MFU uses for
+  /// a matrix product on every token, so it stays in N), all three lookup tables (tokens,
+  /// positions, token types) for bert and distilbert. This is the count nanoGPT's MFU uses for
   /// GPT-2 (Karpathy, model.py get_num_params(non_embedding=True)).
   double non_embedding_params() const;
   /// Model FLOPs of a training step (forward and backward) per token, 6·N + 12·L·d·s with N =
@@ -283,7 +284,9 @@ class CostModel {
   /// stages of F + I + W per token up to the norm and bias parameters (which this model does not
   /// charge FLOPs for) and, where tp > n_kv_heads, the replicated key/value projections. With
   /// grouped-query attention it is NVIDIA's Llama 3 count, 12·L·d²·(1 + kv/a + s/d) + 18·L·f·d +
-  /// 6·V·d (dgxc-benchmarking llama3.1/README_8b.md), plus 6 per norm weight.
+  /// 6·V·d (dgxc-benchmarking llama3.1/README_8b.md), plus 6 per norm weight. An encoder's
+  /// classification head (pooler and classifier) runs on one token per sequence: it counts
+  /// 6·head/s per token instead of 6·head.
   double model_flops_per_token() const;
   /// Tokens of a microbatch that one GPU processes, b · s / cp (b · s without context
   /// parallelism).

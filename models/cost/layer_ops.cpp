@@ -158,6 +158,7 @@ std::vector<Step> layer_steps(const ModelSpec& model, const Dims& x) {
   core.head_dim = x.d / x.a;
   core.kind = model.attention;
   core.dropout = !llama;
+  core.causal = !is_encoder(model.family);
 
   std::vector<Step> steps = {norm("input_norm"), gemm("qkv", x.T, x.q_width + 2 * x.kv_width, x.d)};
   if (llama) {
@@ -198,17 +199,31 @@ PassSeconds pass_seconds(const DeviceDescription& device, Precision precision,
   return {sum(Pass::Forward), sum(Pass::InputBackward), sum(Pass::WeightBackward)};
 }
 
-std::vector<Step> head_steps(const Dims& x) {
+std::vector<Step> head_steps(const ModelSpec& model, const Dims& x) {
   const double stream = x.Tn * x.d * x.e;
+  if (is_encoder(model.family)) {
+    // On the first token of each of the b sequences: the pooler (pre-classifier), its tanh
+    // (ReLU), the classifier and the loss over L logits.
+    const double pooled = x.b * x.d * x.e, logits = x.b * model.num_labels * x.e;
+    return {gemm("pooler", x.b, x.d, x.d), memory("pooler_activation", 2 * pooled, 3 * pooled),
+            gemm("classifier", x.b, model.num_labels, x.d),
+            memory("cross_entropy", 3 * logits, 2 * logits)};
+  }
   const double logits = x.T * (x.V / x.tp) * x.e;
   return {memory("final_norm", 2 * stream, 3 * stream), gemm("lm_head", x.T, x.V / x.tp, x.d),
           memory("cross_entropy", 3 * logits, 2 * logits)};
 }
 
 std::vector<Step> embedding_steps(const ModelSpec& model, const Dims& x) {
-  const double tables = model.family == ModelFamily::Gpt2 ? 2 : 1;  // + position embedding
+  // Lookup tables summed: tokens, with learned positions (gpt2, the encoders) and token types
+  // (bert); the encoders then normalise the sum (a LayerNorm, as the layers' norms).
+  const double tables = model.family == ModelFamily::Llama  ? 1
+                        : model.family == ModelFamily::Bert ? 3
+                                                            : 2;
   const double rows = x.T * x.d * x.e;
-  return {memory("embedding", (tables + 1) * rows, 0, 3 * tables * rows)};
+  std::vector<Step> steps = {memory("embedding", (tables + 1) * rows, 0, 3 * tables * rows)};
+  if (is_encoder(model.family)) steps.push_back(memory("embedding_norm", 2 * rows, 3 * rows));
+  return steps;
 }
 
 /// A MoE layer's feed-forward operators (see moe_layer_ops in layer_ops.hpp), their host-op
@@ -277,7 +292,7 @@ std::vector<Op> layer_ops(const ModelSpec& model, const LayoutSpec& layout, Prec
 
 std::vector<Op> head_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
                          Pass pass) {
-  return ops_of(head_steps(dims_of(model, layout, precision)), pass);
+  return ops_of(head_steps(model, dims_of(model, layout, precision)), pass);
 }
 
 std::vector<Op> embedding_ops(const ModelSpec& model, const LayoutSpec& layout, Precision precision,
@@ -317,7 +332,7 @@ PassSeconds moe_layer_seconds(const DeviceDescription& device, const ModelSpec& 
 
 PassSeconds head_seconds(const DeviceDescription& device, const ModelSpec& model,
                          const LayoutSpec& layout, Precision precision) {
-  return pass_seconds(device, precision, head_steps(dims_of(model, layout, precision)));
+  return pass_seconds(device, precision, head_steps(model, dims_of(model, layout, precision)));
 }
 
 PassSeconds embedding_seconds(const DeviceDescription& device, const ModelSpec& model,

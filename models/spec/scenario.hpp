@@ -51,13 +51,20 @@ struct MoeSpec {
   bool enabled() const { return num_experts > 0; }
 };
 
-/// Transformer dimensions of a decoder-only model of one of two families:
+/// Transformer dimensions of a model of one of four families:
 ///  - "llama": RMSNorm, rotary position embeddings (so an even head size), bias-free
 ///    projections, a SwiGLU feed-forward of width ffn_hidden and an LM head untied from the
 ///    token embedding;
 ///  - "gpt2": LayerNorm with bias, learned absolute position embeddings of seq_len positions,
 ///    attention projections with biases, a GELU MLP of width ffn_hidden with biases and an LM
-///    head tied to the token embedding.
+///    head tied to the token embedding;
+///  - "bert" (Devlin et al. 2019): an encoder of post-LayerNorm layers with gpt2's weights and
+///    bidirectional attention, embeddings of tokens, max_position_embeddings positions and 2 token
+///    types with a LayerNorm, and a sequence-classification head on the first token: the pooler
+///    (d×d, tanh) and the classifier (d × num_labels), as transformers'
+///    BertForSequenceClassification;
+///  - "distilbert" (Sanh et al. 2019): bert without token types, its pooler a pre-classifier
+///    (d×d, ReLU), as DistilBertForSequenceClassification.
 struct ModelSpec {
   ModelFamily family = ModelFamily::Llama;
   int vocab_size = 0;
@@ -71,6 +78,11 @@ struct ModelSpec {
   int seq_len = 0;     ///< tokens per sequence
   Attention attention = Attention::Eager;
   MoeSpec moe;  ///< num_experts 0: every layer dense
+  /// Rows of the position embedding of bert and distilbert (BERT-base: 512); 0 = seq_len.
+  int max_position_embeddings = 0;
+  int num_labels = 2;  ///< classes of an encoder's classification head
+  /// max_position_embeddings, or seq_len where it is 0.
+  int positions() const { return max_position_embeddings > 0 ? max_position_embeddings : seq_len; }
   /// n_kv_heads, or n_heads where it is 0.
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };

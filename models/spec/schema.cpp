@@ -180,10 +180,12 @@ std::vector<FieldSpec> make_fields() {
                         "the scenario's name: default output folder out/<name>, plot titles"),
                    &S::name));
 
-  f.push_back(section("model", true, "transformer dimensions of a decoder-only model"));
+  f.push_back(section("model", true, "transformer dimensions of the model"));
   f.push_back(bind_enum(choice("model.family", true,
-                               "llama (RMSNorm, rotary embeddings, SwiGLU, untied head) or gpt2 "
-                               "(LayerNorm, learned positions, GELU MLP, tied head)"),
+                               "llama (RMSNorm, rotary embeddings, SwiGLU, untied head), gpt2 "
+                               "(LayerNorm, learned positions, GELU MLP, tied head), or the "
+                               "encoders bert (post-LayerNorm, bidirectional, token types, "
+                               "pooler and classifier) and distilbert (no token types)"),
                         kModelFamilyNames, &S::model, &M::family));
   f.push_back(bind(integer("model.vocab_size", true, 1, "tokens in the vocabulary", "--vocab-size",
                            "model.vocab_size"),
@@ -220,6 +222,17 @@ std::vector<FieldSpec> make_fields() {
                                      "--attention-backend"),
                               "flash on a gpu device, eager on a cpu"),
                         kAttentionNames, &S::model, &M::attention));
+
+  f.push_back(bind(noted(integer("model.max_position_embeddings", false, 1,
+                                 "rows of an encoder's position embedding (BERT-base: 512); at "
+                                 "least seq_len; bert and distilbert only",
+                                 "--max-position-embeddings"),
+                         "seq_len"),
+                   &S::model, &M::max_position_embeddings));
+  f.push_back(bind(integer("model.num_labels", false, 2,
+                           "classes of an encoder's sequence-classification head; bert and "
+                           "distilbert only"),
+                   &S::model, &M::num_labels));
 
   f.push_back(section("model.moe", false,
                       "mixture-of-experts feed-forward (Megatron-Core MoE); absent = dense"));

@@ -9,10 +9,18 @@
 
 namespace dtwin {
 
-/// model.family: the decoder-only architecture (see ModelSpec).
-enum class ModelFamily { Llama, Gpt2 };
-inline constexpr NameTable<ModelFamily, 2> kModelFamilyNames{
-    {{{"llama", ModelFamily::Llama}, {"gpt2", ModelFamily::Gpt2}}}};
+/// model.family: the architecture (see ModelSpec): two decoders and two encoders.
+enum class ModelFamily { Llama, Gpt2, Bert, DistilBert };
+inline constexpr NameTable<ModelFamily, 4> kModelFamilyNames{
+    {{{"llama", ModelFamily::Llama},
+      {"gpt2", ModelFamily::Gpt2},
+      {"bert", ModelFamily::Bert},
+      {"distilbert", ModelFamily::DistilBert}}}};
+
+/// True for the encoder families (bidirectional attention, a classification head).
+constexpr bool is_encoder(ModelFamily family) {
+  return family == ModelFamily::Bert || family == ModelFamily::DistilBert;
+}
 
 /// model.moe.router: how a mixture-of-experts layer scores its experts before taking the top k:
 /// a softmax over the experts' logits (Mixtral, Megatron-Core's default), or a sigmoid per

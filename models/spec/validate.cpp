@@ -55,6 +55,30 @@ void check_model(const ModelSpec& m, std::vector<Violation>& out) {
                                m.n_kv_heads, m.n_heads)});
 }
 
+/// The encoders (bert, distilbert): positions for seq_len, one sequence per context (the
+/// classification head reads its first token, and context parallelism's load-balanced chunks
+/// assume a causal mask); the head's keys are theirs only.
+void check_encoder(const ModelSpec& m, const LayoutSpec& l, std::vector<Violation>& out) {
+  if (!is_encoder(m.family)) {
+    if (m.max_position_embeddings != 0)
+      out.push_back({{"model.max_position_embeddings"},
+                     "absent unless model.family is bert or distilbert (decoders have seq_len "
+                     "positions)"});
+    if (m.num_labels != 2)
+      out.push_back({{"model.num_labels"},
+                     "absent unless model.family is bert or distilbert (a decoder's head is the "
+                     "LM head)"});
+    return;
+  }
+  if (m.max_position_embeddings != 0 && m.max_position_embeddings < m.seq_len)
+    out.push_back(
+        {{"model.max_position_embeddings", "model.seq_len"},
+         fmt::format("at least model.seq_len ({}): a position embedding per token", m.seq_len)});
+  if (l.cp != 1)
+    out.push_back({{"layout.cp", "model.family"},
+                   "1 with an encoder (context parallelism's chunks assume a causal mask)"});
+}
+
 // layout.global_batch, when given, is microbatches · micro_batch_size · dp (Megatron-LM's
 // number of microbatches: global batch / (micro batch · data-parallel size)).
 void check_global_batch(const LayoutSpec& l, std::vector<Violation>& out) {
@@ -353,6 +377,7 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_ranges(sc, out);
   if (!out.empty()) return out;  // the rules below assume every value in its range
   check_model(sc.model, out);
+  check_encoder(sc.model, sc.layout, out);
   check_global_batch(sc.layout, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
