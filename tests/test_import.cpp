@@ -144,6 +144,31 @@ TEST_CASE("dtwin import hf: bert-base-uncased simulates as the gpt2 family with 
   CHECK_THAT(flash.output, Catch::Contains("model_type bert: expected eager"));
 }
 
+TEST_CASE(
+    "dtwin import hf: BERT and DistilBERT sequence classifiers import as their encoder "
+    "families") {
+  std::string report;
+  const std::string bert_file = "import-bert-rte.yaml";
+  const auto bert =
+      import_resolved("hf", kImports + "bert-base-rte/config.json", bert_file, report);
+  CHECK(bert["model"]["family"] == "bert");
+  CHECK(bert["model"]["d_model"] == 768);
+  CHECK(bert["model"]["max_position_embeddings"] == 512);
+  CHECK(bert["model"]["num_labels"] == 2);
+  CHECK(simulated_step(bert_file) > 0);
+  std::filesystem::remove(bert_file);
+  const std::string distil_file = "import-distilbert-sst2.yaml";
+  const auto distil =
+      import_resolved("hf", kImports + "distilbert-sst2/config.json", distil_file, report);
+  CHECK(distil["model"]["family"] == "distilbert");
+  CHECK(distil["model"]["n_layers"] == 6);
+  CHECK(distil["model"]["ffn_hidden"] == 3072);
+  CHECK(distil["model"]["num_labels"] == 2);
+  CHECK_THAT(report, Catch::Contains("finetuning_task"));  // listed as not mapped
+  CHECK(simulated_step(distil_file) > 0);
+  std::filesystem::remove(distil_file);
+}
+
 TEST_CASE("dtwin import megatron: a pretrain_gpt.py command line for Llama-2 7B simulates") {
   const std::string file = "import-megatron-llama2.yaml";
   std::string report;

@@ -27,7 +27,7 @@ constexpr long long kMaxDefaultSeqLen = 8192;
 constexpr long long kTokensPerMicrobatch = 8192;
 
 /// How dtwin simulates a model_type.
-enum class Kind { Llama, Gpt2, Bert };
+enum class Kind { Llama, Gpt2, Bert, DistilBert };
 
 struct ModelType {
   const char* name;
@@ -36,9 +36,13 @@ struct ModelType {
 };
 
 constexpr ModelType kModelTypes[] = {
-    {"llama", Kind::Llama, "LlamaFor"},     {"mistral", Kind::Llama, "MistralFor"},
-    {"mixtral", Kind::Llama, "MixtralFor"}, {"qwen2", Kind::Llama, "Qwen2For"},
-    {"gpt2", Kind::Gpt2, "GPT2"},           {"bert", Kind::Bert, "BertFor"},
+    {"llama", Kind::Llama, "LlamaFor"},
+    {"mistral", Kind::Llama, "MistralFor"},
+    {"mixtral", Kind::Llama, "MixtralFor"},
+    {"qwen2", Kind::Llama, "Qwen2For"},
+    {"gpt2", Kind::Gpt2, "GPT2"},
+    {"bert", Kind::Bert, "BertFor"},
+    {"distilbert", Kind::DistilBert, "DistilBertFor"},
 };
 
 /// The JSON object of a config.json with the fields it holds (non-null ones, in file order) and
@@ -95,6 +99,12 @@ class Config {
     if (!doc_.at(key).is_string()) fail(key, "a string");
     return doc_.at(key).get<std::string>();
   }
+  /// The entries of the JSON object at `key` (0 when absent); not marked.
+  std::size_t object_size(const std::string& key) const {
+    if (!has(key)) return 0;
+    if (!doc_.at(key).is_object()) fail(key, "an object");
+    return doc_.at(key).size();
+  }
   /// The Boolean at `key`, or `fallback` when absent; not marked.
   bool boolean(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
@@ -129,13 +139,15 @@ const ModelType& model_type_of(Config& c) {
       if (architecture.rfind(type.architecture, 0) == 0) name = type.name;
     if (name.empty())
       c.fail("model_type",
-             "a model type (llama, mistral, mixtral, qwen2, gpt2, bert), or an architecture "
+             "a model type (llama, mistral, mixtral, qwen2, gpt2, bert, distilbert), or an "
+             "architecture "
              "dtwin knows in `architectures`");
   }
   for (const ModelType& type : kModelTypes)
     if (name == type.name) return type;
   throw UserError(fmt::format(
-      "{}: model_type: expected one of llama, mistral, mixtral, qwen2, gpt2, bert (the families "
+      "{}: model_type: expected one of llama, mistral, mixtral, qwen2, gpt2, bert, distilbert (the "
+      "families "
       "dtwin's model spec can hold), got '{}'",
       c.path(), name));
 }
@@ -265,8 +277,58 @@ void map_gpt2(Config& c, ScenarioDraft& d) {
   d.set("model.attention", "flash", "default: flash attention (SDPA)");
 }
 
-/// BERT, simulated as the gpt2 family with eager attention (docs/import.md says why that is the
-/// same computation and what is left out).
+/// The sequence classifier's head and positions of an encoder (bert, distilbert): the labels of
+/// id2label (2 without), max_position_embeddings rows, and a note when the checkpoint's head is
+/// another one (a masked-LM pretraining head): dtwin's encoder families fine-tune a classifier.
+void map_classifier_head(Config& c, ScenarioDraft& d, long long seq_len) {
+  const long long positions =
+      std::max(seq_len, static_cast<long long>(c.number("max_position_embeddings", 0)));
+  d.set("model.max_position_embeddings", positions, "max_position_embeddings");
+  const std::size_t labels = c.object_size("id2label");
+  c.use("id2label");
+  c.use("label2id");
+  d.set("model.num_labels", labels >= 2 ? static_cast<long long>(labels) : 2,
+        labels >= 2 ? "id2label's labels" : "default: 2");
+  const std::string architecture = c.architecture();
+  c.use("architectures");
+  if (architecture.find("SequenceClassification") == std::string::npos)
+    d.note(fmt::format(
+        "architectures {}: dtwin's encoder families fine-tune a sequence classifier (pooler and "
+        "classifier on the first token), not this head",
+        architecture.empty() ? "(none)" : architecture));
+}
+
+/// A BERT sequence classifier (BertForSequenceClassification): dtwin's bert family.
+void map_bert_classifier(Config& c, ScenarioDraft& d) {
+  d.set("model.family", "bert", "model_type bert, architectures " + c.architecture());
+  const auto [vocab, width, layers, heads, ffn, seq_len] = map_sizes(c, d);
+  map_classifier_head(c, d, seq_len);
+  check(c, "hidden_act", c.string("hidden_act") == "gelu",
+        fmt::format("'{}': the bert family's MLP is the exact GELU", c.string("hidden_act")));
+  check(c, "position_embedding_type", c.string("position_embedding_type") == "absolute",
+        "the bert family has learned absolute positions");
+  check(c, "type_vocab_size", c.number("type_vocab_size", 2) == 2,
+        "the bert family has 2 token types");
+  check(c, "is_decoder", !c.boolean("is_decoder", false), "the bert family is an encoder");
+}
+
+/// A DistilBERT sequence classifier: dtwin's distilbert family.
+void map_distilbert(Config& c, ScenarioDraft& d) {
+  d.set("model.family", "distilbert", "model_type distilbert");
+  d.set("model.vocab_size", c.positive("vocab_size", "the vocabulary size"), "vocab_size");
+  d.set("model.d_model", c.positive("dim", "the model width"), "dim");
+  d.set("model.n_layers", c.positive("n_layers", "the number of layers"), "n_layers");
+  d.set("model.n_heads", c.positive("n_heads", "the number of attention heads"), "n_heads");
+  d.set("model.ffn_hidden", c.positive("hidden_dim", "the feed-forward width"), "hidden_dim");
+  map_classifier_head(c, d, map_seq_len(c, d, "max_position_embeddings"));
+  check(c, "activation", c.string("activation") == "gelu",
+        fmt::format("'{}': the distilbert family's MLP is the exact GELU", c.string("activation")));
+  check(c, "sinusoidal_pos_embds", !c.boolean("sinusoidal_pos_embds", false),
+        "the distilbert family has learned positions");
+}
+
+/// BERT pretraining (BertForMaskedLM, BertForPreTraining), simulated as the gpt2 family with
+/// eager attention (docs/import.md says why that is the same computation and what is left out).
 void map_bert(Config& c, ScenarioDraft& d) {
   if (d.locked("model.attention") && d.text("model.attention") == "flash")
     throw UserError(
@@ -295,8 +357,10 @@ void map_bert(Config& c, ScenarioDraft& d) {
   const double layer = 8 * d2 + 4 * double(width) * double(ffn) + 4 * double(seq) * double(width);
   const double model = double(layers) * layer + 2 * double(vocab) * double(width);
   d.note(
-      "model_type bert is an encoder; dtwin's model spec has decoders only. It is simulated as the "
-      "gpt2 family (LayerNorm, learned positions, GELU MLP, attention and residual dropout, "
+      "model_type bert is an encoder; its masked-LM head (V logits on every token) is not the "
+      "sequence classifier of dtwin's bert family (BertForSequenceClassification imports as "
+      "that). It is simulated as the gpt2 family (LayerNorm, learned positions, GELU MLP, "
+      "attention and residual dropout, "
       "a head tied to the embedding), whose layers run BERT's operations: the same GEMMs, "
       "LayerNorms, GELU, softmax and dropout (post-LN orders them differently, at the same cost).");
   d.note(
@@ -424,7 +488,13 @@ ScenarioDraft import_hf(const std::string& path, const std::vector<std::string>&
       map_gpt2(c, d);
       break;
     case Kind::Bert:
-      map_bert(c, d);
+      if (c.architecture().find("SequenceClassification") != std::string::npos)
+        map_bert_classifier(c, d);
+      else
+        map_bert(c, d);
+      break;
+    case Kind::DistilBert:
+      map_distilbert(c, d);
       break;
   }
   default_layout(d);
