@@ -5,8 +5,8 @@
 #include "base/file_writer.hpp"
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
-#include "runtime/data/token_dataset.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/training_inputs.hpp"
 #include "trace/timeline.hpp"
 
 namespace dtwin {
@@ -31,7 +31,7 @@ PlanTraining runtime_plan_training() {
     for (const std::string& set : sets) args.insert(args.end(), {"--set", set});
     args.insert(args.end(), {"-o", dir, "--data-dir", data_dir});
     const Scenario& scenario = candidate.scenario;
-    rt::TokenDataset(data_dir, scenario.model.vocab_size, scenario.model.seq_len);  // once
+    rt::check_training_inputs(scenario, data_dir);  // once
     if (rt::launch_local(args, scenario.world_size(), scenario.runtime.timeout_s) != 0)
       throw std::runtime_error("plan --run: training " + dir + " failed; see the messages above");
     const std::optional<std::string> summary = read_file(dir + "/measured.summary.json");

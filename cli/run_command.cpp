@@ -27,10 +27,10 @@
 #include "cli/simulation_job.hpp"
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
-#include "runtime/data/token_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
+#include "runtime/training_inputs.hpp"
 
 namespace dtwin {
 namespace {
@@ -215,7 +215,7 @@ int run_main_job(const RunOptions& options) {
         "--bracket profiles this host before and after training; a launch across "
         "hosts (torchrun or Slurm variables set) profiles once, after training");
   const std::string dir = prepare_output_dir(options.output, scenario);
-  rt::TokenDataset(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  rt::check_training_inputs(scenario, options.data_dir);  // tokenize once, check the inputs
   if (env) return run_across_hosts(options, scenario, schedule, *env, dir);
 
   StageCounter stages(options.bracket ? 6 : 5);

@@ -7,10 +7,10 @@
 #include "cli/runtime_commands.hpp"
 #include "models/cost/scenario_schedule.hpp"
 #include "runtime/capabilities.hpp"
-#include "runtime/data/token_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/rank_env.hpp"
+#include "runtime/training_inputs.hpp"
 
 namespace dtwin {
 namespace {
@@ -40,7 +40,7 @@ int run_train(const TrainCommandOptions& options, const std::vector<std::string>
   // Launcher: a fresh run starts a fresh digest file; tokenize once here so that the ranks
   // only read the cache.
   if (!train.resume) std::filesystem::remove(train.output_dir + "/digests.csv");
-  rt::TokenDataset(train.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  rt::check_training_inputs(scenario, train.data_dir);
   std::cout << "training " << scenario.name << " on " << scenario.world_size()
             << " local ranks; output in " << train.output_dir << std::endl;
   return rt::launch_local(args, scenario.world_size(), scenario.runtime.timeout_s);

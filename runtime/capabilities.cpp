@@ -24,8 +24,21 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
       {r.backend == Backend::Gloo || scenario.cluster.ranks_per_device == 1, "runtime.backend",
        "gloo when ranks share a device (cluster.ranks_per_device > 1): NCCL runs one rank per "
        "GPU"},
-      {m.family == ModelFamily::Llama, "model.family",
-       "llama (the runtime builds LLaMA stages; gpt2 is simulated only)"},
+      {m.family != ModelFamily::Gpt2, "model.family",
+       "llama, bert or distilbert (the runtime builds LLaMA stages and encoder classifiers; "
+       "gpt2 is simulated only)"},
+      {!is_encoder(m.family) || (l.pp == 1 && l.tp == 1), "layout.pp",
+       "1, with layout.tp 1, for an encoder (the runtime trains it as one stage on each "
+       "data-parallel replica; pipeline and tensor parallelism are simulated only)"},
+      {!is_encoder(m.family) || l.recompute == Recompute::None, "layout.recompute",
+       "none for an encoder (recomputation is simulated only)"},
+      {!is_encoder(m.family) || t.precision == Precision::Fp32, "training.precision",
+       "fp32 for an encoder (bf16 encoders are simulated only)"},
+      {!is_encoder(m.family) || l.schedule == sched::ScheduleKind::OneFOneB ||
+           l.schedule == sched::ScheduleKind::GPipe,
+       "layout.schedule",
+       "1f1b or gpipe for an encoder (its layers have no split weight gradient for the "
+       "zero-bubble schedules)"},
       {m.kv_heads() % l.tp == 0, "model.n_kv_heads",
        "a multiple of layout.tp (each tensor-parallel member holds its own key/value heads; "
        "replicating a head on several members, tp > n_kv_heads, is simulated only)"},

@@ -22,9 +22,14 @@ set_target_properties(dtwin_spm PROPERTIES CXX_VISIBILITY_PRESET hidden
 add_library(dtwin_data
   ${CMAKE_CURRENT_LIST_DIR}/data/file_util.cpp
   ${CMAKE_CURRENT_LIST_DIR}/data/tokenizer.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/data/token_dataset.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/data/token_dataset.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data/epoch_order.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data/safetensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data/classification_dataset.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data/open_training_data.cpp)
 target_include_directories(dtwin_data PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(dtwin_data PUBLIC ${TORCH_LIBRARIES} PRIVATE dtwin_spec ${CMAKE_DL_LIBS})
+target_link_libraries(dtwin_data PUBLIC ${TORCH_LIBRARIES} PRIVATE dtwin_spec ${CMAKE_DL_LIBS}
+                                                                  nlohmann_json::nlohmann_json)
 # Where tokenizer.cpp finds the module (DTWIN_SPM_MODULE in the environment overrides it).
 target_compile_definitions(dtwin_data PRIVATE DTWIN_SPM_MODULE="$<TARGET_FILE:dtwin_spm>")
 add_dependencies(dtwin_data dtwin_spm)

@@ -1,5 +1,7 @@
 #include "runtime/executor.hpp"
 
+#include "base/splitmix64.hpp"
+
 #include <algorithm>
 #include <chrono>
 
@@ -53,7 +55,7 @@ std::string of_microbatch(const std::string& what, const Action& a) {
 
 Executor::Executor(const Scenario& scenario, const StagePartition& partition,
                    const sched::Schedule& schedule, int process, std::map<int, StageState>& stages,
-                   Communicator& comm, const TokenDataset& data, const RunClock& clock)
+                   Communicator& comm, const TrainingData& data, const RunClock& clock)
     : scenario_(scenario),
       schedule_(schedule),
       rank_(schedule.layout.group_of(process)),
@@ -193,6 +195,15 @@ void Executor::forward(const Action& a) {
                 .detach()
                 .requires_grad_(true);
     inputs_[key] = input;
+  }
+  if (is_encoder(scenario_.model.family)) {
+    // Dropout masks drawn from a generator seeded by the microbatch's place in the global batch,
+    // so that any split of the batch over replicas and microbatches draws the same masks.
+    const std::uint64_t global =
+        static_cast<std::uint64_t>(step_) * spec.dp * layout.microbatches +
+        static_cast<std::uint64_t>(layout.dp_index(rank_)) * layout.microbatches +
+        static_cast<std::uint64_t>(a.microbatch);
+    torch::manual_seed(splitmix64(scenario_.training.seed ^ splitmix64(global)));
   }
   torch::Tensor output = stage.module->forward(input, last ? batch.targets : torch::Tensor());
   if (last) {

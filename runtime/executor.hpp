@@ -20,7 +20,7 @@
 #include "runtime/action_timer.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/data/token_dataset.hpp"
+#include "runtime/data/training_data.hpp"
 #include "runtime/gradient_buckets.hpp"
 #include "runtime/rank_model.hpp"
 #include "schedules/schedule.hpp"
@@ -43,7 +43,7 @@ class Executor {
   /// it.
   Executor(const Scenario& scenario, const StagePartition& partition,
            const sched::Schedule& schedule, int process, std::map<int, StageState>& stages,
-           Communicator& comm, const TokenDataset& data, const RunClock& clock);
+           Communicator& comm, const TrainingData& data, const RunClock& clock);
 
   /// Executes the rank's list for training step `step`. F runs the stage forward and keeps its
   /// graph; SEND/RECV move activations and their gradients with isend/irecv on the pipeline
@@ -135,7 +135,7 @@ class Executor {
   int tp_index_;  // member of the schedule rank's tensor-parallel group
   std::map<int, StageState>& stages_;
   Communicator& comm_;
-  const TokenDataset& data_;
+  const TrainingData& data_;
   const RunClock& clock_;
   torch::Device device_;
   std::unique_ptr<ActionTimer> timer_;

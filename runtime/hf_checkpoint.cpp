@@ -9,7 +9,7 @@
 
 #include "base/file_writer.hpp"
 #include "base/user_error.hpp"
-#include "runtime/safetensors.hpp"
+#include "runtime/data/safetensors.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -217,6 +217,37 @@ std::vector<std::string> load_hf_encoder(nn::EncoderClassifier& model, const std
     if (!used.count(name))
       notes.push_back(name + ": in the checkpoint, not used by the classifier");
   return notes;
+}
+
+double check_scenario_checkpoint(const Scenario& scenario) {
+  const std::string& dir = scenario.model.checkpoint;
+  const HfEncoderConfig hf = read_hf_encoder_config(dir);
+  const nn::EncoderConfig ours = nn::encoder_config(scenario.model);
+  const std::string path = (fs::path(dir) / "config.json").string();
+  const auto expect = [&](const char* key, std::int64_t theirs, std::int64_t wanted,
+                          const char* scenario_key) {
+    if (theirs != wanted)
+      throw UserError(path + ": " + key + ": expected " + std::to_string(wanted) +
+                      " (the scenario's " + scenario_key + "), got " + std::to_string(theirs));
+  };
+  if (hf.model.variant != ours.variant)
+    throw UserError(path + ": model_type: expected '" +
+                    std::string(kModelFamilyNames.name(scenario.model.family)) +
+                    "' (the scenario's model.family)");
+  expect("vocab_size", hf.model.vocab_size, ours.vocab_size, "model.vocab_size");
+  expect("hidden size", hf.model.hidden, ours.hidden, "model.d_model");
+  expect("layers", hf.model.layers, ours.layers, "model.n_layers");
+  expect("attention heads", hf.model.heads, ours.heads, "model.n_heads");
+  expect("intermediate size", hf.model.intermediate, ours.intermediate, "model.ffn_hidden");
+  expect("max_position_embeddings", hf.model.max_positions, ours.max_positions,
+         "model.max_position_embeddings");
+  expect("labels (id2label)", hf.model.num_labels, ours.num_labels, "model.num_labels");
+  return hf.initializer_range;
+}
+
+std::vector<std::string> load_scenario_checkpoint(const Scenario& scenario,
+                                                  nn::EncoderClassifier& model) {
+  return load_hf_encoder(model, scenario.model.checkpoint, check_scenario_checkpoint(scenario));
 }
 
 void save_hf_encoder(const nn::EncoderClassifier& model, const std::vector<std::string>& labels,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/nn/bert.hpp"
+#include "models/spec/scenario.hpp"
 
 namespace dtwin::rt {
 
@@ -38,6 +39,18 @@ HfEncoderConfig read_hf_encoder_config(const std::string& dir);
 /// [..]" or "DIR: tensor 'NAME': missing" and the read_safetensors errors.
 std::vector<std::string> load_hf_encoder(nn::EncoderClassifier& model, const std::string& dir,
                                          double initializer_range = 0.02);
+
+/// Checks that scenario.model.checkpoint's config.json describes the scenario's model:
+/// model_type = model.family, and the sizes (vocab_size, d_model, n_layers, n_heads,
+/// ffn_hidden, max_position_embeddings, num_labels); returns its initializer_range. Throws
+/// UserError "DIR/config.json: KEY: expected V (the scenario's model.K), got W" and
+/// read_hf_encoder_config's errors.
+double check_scenario_checkpoint(const Scenario& scenario);
+
+/// Loads scenario.model.checkpoint into `model` after check_scenario_checkpoint. Returns
+/// load_hf_encoder's notes; throws its errors.
+std::vector<std::string> load_scenario_checkpoint(const Scenario& scenario,
+                                                  nn::EncoderClassifier& model);
 
 /// Writes `model` to `dir` (created if missing) as transformers writes a
 /// BertForSequenceClassification / DistilBertForSequenceClassification: config.json (with

@@ -31,8 +31,10 @@ std::size_t model_state_bytes(const StageState& stage);
 
 /// The stages of `partition` that the layout places on schedule rank `rank` (stage s runs on
 /// pipeline rank s mod pp), as member `tp` of its tensor-parallel group (size 1: none), built from
-/// the scenario's seed so that any layout starts from the same weights, each with an AdamW
-/// optimizer (lr from training.lr, weight decay 0.1, betas 0.9/0.95, eps 1e-8), over the whole
+/// the scenario's seed so that any layout starts from the same weights (an encoder from
+/// model.checkpoint when given; its notes printed by rank 0), each with an AdamW optimizer (lr
+/// from training.lr; weight decay 0.1, betas 0.9/0.95, eps 1e-8 for a decoder; no weight decay,
+/// betas 0.9/0.999 for an encoder, as transformers' Trainer), over the whole
 /// stage or, when layout.zero > 0, over this rank's shard of it (ZeroStage); the fp32 parameters,
 /// gradients and optimizer state on `device`; with experts, member `ep` of its expert-parallel
 /// group (size 1: every expert here), its MoE layers' auxiliary losses scaled by

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -12,11 +13,15 @@
 
 #include "base/file_writer.hpp"
 #include "runtime/checkpoint.hpp"
+#include "runtime/classification_eval.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cpu_tensor_memory.hpp"
+#include "runtime/data/open_training_data.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/expert_counts.hpp"
 #include "runtime/fault_injection.hpp"
+#include "runtime/hf_checkpoint.hpp"
+#include "runtime/lr_schedule.hpp"
 #include "runtime/measured_summary.hpp"
 #include "runtime/peak_memory.hpp"
 #include "runtime/rank_device.hpp"
@@ -104,6 +109,30 @@ void append_digests(const std::string& output_dir, int64_t step, int rank,
   }
 }
 
+// An encoder's dev-split evaluation after step `step` (0-based): every replica scores its share;
+// the reporter prints the scores and appends them to OUT/eval.csv.
+void evaluate(const Scenario& scenario, std::map<int, StageState>& stages,
+              const ClassificationDataset& data, int replica, Communicator& comm, bool reporter,
+              const std::string& output_dir, std::int64_t step) {
+  const ClassificationScores s =
+      evaluate_classifier(*stages.begin()->second.module, data, scenario.layout.micro_batch_size,
+                          replica, scenario.layout.dp, comm);
+  if (!reporter) return;
+  std::printf(
+      "eval after step %lld: accuracy %.4f  F1 %.4f  (%lld dev examples; majority class "
+      "%.4f)\n",
+      static_cast<long long>(step + 1), s.accuracy, s.f1, static_cast<long long>(s.examples),
+      s.majority);
+  std::fflush(stdout);
+  const std::string path = output_dir + "/eval.csv";
+  const bool fresh = !std::ifstream(path).good();
+  std::ofstream csv(path, std::ios::app);
+  if (fresh) csv << "step,accuracy,f1,majority,examples\n";
+  csv << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step + 1, s.accuracy, s.f1, s.majority,
+                     s.examples);
+  if (!csv) throw std::runtime_error(path + ": cannot append");
+}
+
 // Loads the newest complete checkpoint into `stages` and returns the steps it holds (0 when
 // there is none); rank 0 says which one, and which newer ones it passed over and why.
 int64_t resume(const std::string& output_dir, const sched::Layout& layout, int rank,
@@ -134,7 +163,8 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   torch::manual_seed(scenario.training.seed);
 
   const StagePartition partition(scenario);
-  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  const std::unique_ptr<TrainingData> owned = open_training_data(scenario, options.data_dir);
+  const TrainingData& data = *owned;
   const torch::Device device = rank_device(scenario.runtime, env);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device,
                     scenario.layout.ep, scenario.layout.cp);
@@ -168,7 +198,12 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   std::vector<double> cp_exchange_bytes;  // sent to the next context-parallel member, per step
   double peak_imbalance = 0;              // the worst microbatch's (peak_member_imbalance)
   const int every = scenario.training.checkpoint_every;
+  const auto* classification = dynamic_cast<const ClassificationDataset*>(&data);
+  if (classification && reporter && first_step == 0)
+    std::filesystem::remove(options.output_dir + "/eval.csv");
+  const int eval_every = scenario.training.eval_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
+    set_learning_rate(stages, learning_rate(scenario.training, step));
     const double start = clock.now();
     const std::int64_t sent_before = ep.bytes_sent->load(), ring_before = cp.bytes_sent->load();
     Executor::StepResult result = executor.run_step(step);
@@ -185,6 +220,17 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     if (replica == 0 && tp_index == 0)
       expert_rows.insert(expert_rows.end(), counted.begin(), counted.end());
     const bool final_step = step + 1 == scenario.training.steps;
+    if (classification && (final_step || (eval_every > 0 && (step + 1) % eval_every == 0)))
+      evaluate(scenario, stages, *classification, replica, comm, reporter, options.output_dir,
+               step);
+    if (classification && final_step && replica == 0) {
+      executor.gather_all_parameters();
+      // The dataset's tokenizer goes with the weights, as a Hugging Face model folder holds it.
+      save_hf_encoder(stages.begin()->second.module->encoder(), classification->labels(),
+                      options.output_dir + "/hf-checkpoint",
+                      dataset_dir(scenario, options.data_dir) + "/tokenizer");
+      executor.release_all_parameters();
+    }
     const bool checkpoint = final_step || (every > 0 && (step + 1) % every == 0);
     if (options.digests || checkpoint) executor.gather_all_parameters();
     if (options.digests) append_digests(options.output_dir, step, env.rank, stages);

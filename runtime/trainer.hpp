@@ -28,7 +28,11 @@ struct TrainOptions {
 /// 0 checkpoints its stages (each member its shards) every training.checkpoint_every steps and
 /// at the end; process 0 gathers every process's events through the store and writes
 /// measured.trace.json and measured.summary.json (the summary averages the steps after the
-/// first). Returns 0; throws RankLost when a peer is gone.
+/// first). An encoder also evaluates on its dev split every training.eval_every steps and after
+/// the last (OUT/eval.csv: step, accuracy, f1, majority, examples) and DP replica 0 writes the
+/// trained classifier as a Hugging Face checkpoint, OUT/hf-checkpoint/ (config.json,
+/// model.safetensors, the dataset's tokenizer). The learning rate follows learning_rate()
+/// (runtime/lr_schedule.hpp). Returns 0; throws RankLost when a peer is gone.
 int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
                const TrainOptions& options);
 

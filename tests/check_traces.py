@@ -44,6 +44,8 @@ COMPUTE_KINDS = {"F", "B", "I", "W", "OPTIM"}
 SMALL_MODEL = ["--set", "model.d_model=64", "--set", "model.n_heads=4", "--set",
                "model.ffn_hidden=128", "--set", "model.seq_len=64", "--set", "training.steps=2",
                "--set", "training.precision=fp32"]
+# An encoder keeps its classification set's sequence length and drops its warm-up.
+SMALL_ENCODER = SMALL_MODEL[:6] + ["--set", "training.steps=2", "--set", "training.warmup_steps=0"]
 SHOWN = 5  # failures listed per trace and rule
 
 
@@ -222,8 +224,15 @@ def check_scenarios(root, dtwin, measured):
             name = os.path.basename(scenario)[:-len(".yaml")]
             out = os.path.join(scratch, name)
             if measured:
+                text = open(scenario, encoding="utf-8").read()
+                encoder = re.search(r"^\s*family:\s*(bert|distilbert)\b", text, re.M)
+                dataset = re.search(r"^\s*dataset:\s*(\S+)", text, re.M)
+                if encoder and dataset and not os.path.isdir(
+                        os.path.join(root, "data", dataset.group(1))):
+                    print(f"{name}: skipped (its data set data/{dataset.group(1)} is the user's)")
+                    continue
                 command = [dtwin, "train", scenario, "-o", out, "--data-dir",
-                           os.path.join(root, "data")] + SMALL_MODEL
+                           os.path.join(root, "data")] + (SMALL_ENCODER if encoder else SMALL_MODEL)
             else:
                 command = [dtwin, "simulate", scenario, "-o", out]
             error = run(command, name, does_not_fit_ok=not measured)

@@ -6,6 +6,7 @@
 #include "models/cost/scenario_schedule.hpp"
 #include "models/spec/scenario_loader.hpp"
 #include "runtime/calibrate/compute_replay.hpp"
+#include "runtime/data/token_dataset.hpp"
 #include "schedules/generators.hpp"
 #include "schedules/lowering.hpp"
 

@@ -1,6 +1,7 @@
 #include "models/nn/bert.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
 
@@ -119,6 +120,39 @@ torch::Tensor EncoderClassifierImpl::forward(const torch::Tensor& input_ids,
   const torch::Tensor pooled = config_.variant == EncoderVariant::Bert ? torch::tanh(pooler(first))
                                                                        : torch::relu(pooler(first));
   return classifier(dropped(pooled, config_.classifier_dropout, is_training()));
+}
+
+EncoderConfig encoder_config(const ModelSpec& spec) {
+  EncoderConfig c;
+  c.variant = spec.family == ModelFamily::Bert ? EncoderVariant::Bert : EncoderVariant::DistilBert;
+  c.vocab_size = spec.vocab_size;
+  c.hidden = spec.d_model;
+  c.layers = spec.n_layers;
+  c.heads = spec.n_heads;
+  c.intermediate = spec.ffn_hidden;
+  c.max_positions = spec.positions();
+  c.type_vocab_size = spec.family == ModelFamily::Bert ? 2 : 0;
+  c.num_labels = spec.num_labels;
+  c.classifier_dropout = spec.family == ModelFamily::Bert ? 0.1 : 0.2;
+  return c;
+}
+
+void init_encoder(EncoderClassifierImpl& model, std::uint64_t seed, double std) {
+  torch::NoGradGuard no_grad;
+  auto generator = at::detail::createCPUGenerator(seed);
+  for (const auto& item : model.named_parameters()) {
+    torch::Tensor p = item.value();
+    const std::string& name = item.key();
+    const bool norm = name.find("norm.") != std::string::npos;
+    if (name.ends_with(".bias")) {
+      p.zero_();
+    } else if (norm) {
+      p.fill_(1.0);
+    } else {
+      p.copy_(torch::empty(p.sizes(), torch::kFloat32).normal_(0.0, std, generator));
+      if (name == "word_embeddings.weight") p[0].zero_();  // the [PAD] row (pad_token_id 0)
+    }
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> hf_parameter_names(const EncoderConfig& c) {

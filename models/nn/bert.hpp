@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/spec/scenario.hpp"
+
 namespace dtwin::nn {
 
 enum class EncoderVariant { Bert, DistilBert };
@@ -89,6 +91,15 @@ class EncoderClassifierImpl : public torch::nn::Module {
   EncoderConfig config_;
 };
 TORCH_MODULE(EncoderClassifier);
+
+/// The classifier of an encoder scenario model (family bert or distilbert): its sizes, 2 token
+/// types for bert, transformers' default dropouts (0.1; DistilBERT's classifier 0.2).
+EncoderConfig encoder_config(const ModelSpec& spec);
+
+/// Initialises `model` as transformers' BertPreTrainedModel._init_weights does, from `seed`:
+/// linear and embedding weights normal with std `std` (initializer_range), the padding row 0 of
+/// the token embedding and every bias 0, LayerNorm weights 1. The same values on every device.
+void init_encoder(EncoderClassifierImpl& model, std::uint64_t seed, double std = 0.02);
 
 /// Every parameter of EncoderClassifier(config) as (its name in named_parameters(), its name in
 /// a transformers checkpoint of the variant), in named_parameters()'s order: e.g.

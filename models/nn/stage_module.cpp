@@ -12,6 +12,16 @@
 namespace dtwin::nn {
 namespace {
 
+void check_encoder(const ModelSpec& spec, int first_layer, int num_layers, bool has_embedding,
+                   bool has_head, Recompute recompute, const TensorParallelGroup& tp,
+                   const ExpertParallelGroup& ep, const ContextParallelGroup& cp) {
+  if (first_layer != 0 || num_layers != spec.n_layers || !has_embedding || !has_head ||
+      tp.size != 1 || ep.size != 1 || cp.size != 1 || recompute != Recompute::None)
+    throw std::invalid_argument(
+        "dtwin::nn::StageModule: an encoder runs as one stage of the whole model, without "
+        "tensor, expert or context parallelism or recomputation");
+}
+
 void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
                 const TensorParallelGroup& tp, const ContextParallelGroup& cp) {
   const std::string where = "dtwin::nn::StageModule: ";
@@ -66,6 +76,13 @@ StageModule::StageModule(const ModelSpec& spec, int first_layer, int num_layers,
       ep_(std::move(ep)),
       cp_(std::move(cp)),
       compute_(compute.value_or(dtype)) {
+  if (is_encoder(spec.family)) {
+    check_encoder(spec, first_layer, num_layers, has_embedding, has_head, recompute, tp_, ep_, cp_);
+    const auto options = torch::TensorOptions().device(device).dtype(dtype);
+    encoder_ = register_module("encoder", EncoderClassifier(encoder_config(spec), options));
+    init_encoder(*encoder_, seed);
+    return;
+  }
   check_spec(spec, first_layer, num_layers, tp_, cp_);
   if (ep_.size > 1 && (!spec.moe.enabled() || spec.moe.num_experts % ep_.size != 0))
     throw std::invalid_argument("dtwin::nn::StageModule: expert parallelism over " +
@@ -117,7 +134,20 @@ std::vector<torch::Tensor> StageModule::replicated_parameters() const {
   return replicated;
 }
 
+torch::Tensor StageModule::classify(const torch::Tensor& input) {
+  if (!encoder_) throw std::logic_error("StageModule::classify: a decoder stage has no classifier");
+  TORCH_CHECK(input.dim() == 3 && input.size(1) == 3 && input.scalar_type() == torch::kLong,
+              "StageModule: an encoder takes int64 [b, 3, s] (ids, token types, mask), got ",
+              input.scalar_type(), " ", input.sizes());
+  return encoder_(input.select(1, 0), input.select(1, 1), input.select(1, 2)).to(torch::kFloat32);
+}
+
 torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tensor& targets) {
+  if (encoder_) {
+    TORCH_CHECK(targets.defined() && targets.dim() == 1 && targets.size(0) == input.size(0),
+                "StageModule: an encoder needs int64 labels [b]");
+    return torch::nn::functional::cross_entropy(classify(input), targets);
+  }
   torch::Tensor x;
   if (has_embedding_) {
     TORCH_CHECK(input.dim() == 2 && input.scalar_type() == torch::kLong,

@@ -44,6 +44,7 @@
 #include <optional>
 #include <vector>
 
+#include "models/nn/bert.hpp"
 #include "models/nn/decoder_layer.hpp"
 #include "models/nn/split_linear.hpp"
 #include "models/spec/scenario.hpp"
@@ -62,6 +63,10 @@ class StageModule : public torch::nn::Module {
   static constexpr double kNormEps = 1e-5;
   static constexpr double kRopeBase = 10000.0;
 
+  /// An encoder (family bert or distilbert) is one stage of every layer with the embedding and
+  /// the head (EncoderClassifier, transformers' default dropouts, init_encoder from `seed`),
+  /// without tensor, expert or context parallelism or recomputation: anything else throws
+  /// std::invalid_argument.
   /// Builds layers [first_layer, first_layer + num_layers) of the model `spec` (family "llama"),
   /// with the token embedding when `has_embedding` and the final norm and LM head when `has_head`,
   /// initialised from `seed`; parameters live on `device` with `dtype` (values are drawn in fp32
@@ -91,7 +96,10 @@ class StageModule : public torch::nn::Module {
               TensorParallelGroup tp = {}, ExpertParallelGroup ep = {},
               ContextParallelGroup cp = {});
 
-  /// The stage's forward.
+  /// The stage's forward. An encoder (bert, distilbert; the whole model in one stage) takes the
+  /// classification inputs [b, 3, s] (ids, token types, attention mask; runtime/data/
+  /// training_data.hpp) and int64 labels [b], and returns the mean cross-entropy of its fp32
+  /// logits. A decoder stage:
   ///  - input: int64 token ids [b, s] on a stage with the embedding, else the previous stage's
   ///    hidden states [b, s, d] ([b, s/t, d] under sequence parallelism; floating point, usually
   ///    requires_grad for the backward);
@@ -101,6 +109,12 @@ class StageModule : public torch::nn::Module {
   /// same on every tensor-parallel member. Under context parallelism s is the member's s/cp
   /// tokens (and the loss their mean: the members' mean is the sequence's).
   torch::Tensor forward(const torch::Tensor& input, const torch::Tensor& targets = {});
+
+  /// An encoder's logits [b, num_labels] (fp32) for classification inputs [b, 3, s]; throws
+  /// std::logic_error on a decoder stage.
+  torch::Tensor classify(const torch::Tensor& input);
+  /// An encoder's module (null on a decoder stage): a Hugging Face checkpoint loads into it.
+  EncoderClassifier& encoder() { return encoder_; }
 
   const ModelSpec& spec() const { return spec_; }
   int first_layer() const { return first_layer_; }
@@ -151,6 +165,7 @@ class StageModule : public torch::nn::Module {
   std::vector<DecoderLayer> layers_;
   RMSNorm norm_{nullptr};
   SplitLinear head_{nullptr};
+  EncoderClassifier encoder_{nullptr};
 };
 
 }  // namespace dtwin::nn

@@ -81,6 +81,9 @@ struct ModelSpec {
   /// Rows of the position embedding of bert and distilbert (BERT-base: 512); 0 = seq_len.
   int max_position_embeddings = 0;
   int num_labels = 2;  ///< classes of an encoder's classification head
+  /// A Hugging Face checkpoint folder an encoder starts from (config.json, model.safetensors);
+  /// "" = initialised from training.seed. The runtime reads it; the simulator does not.
+  std::string checkpoint;
   /// max_position_embeddings, or seq_len where it is 0.
   int positions() const { return max_position_embeddings > 0 ? max_position_embeddings : seq_len; }
   /// n_kv_heads, or n_heads where it is 0.
@@ -176,6 +179,12 @@ struct TrainingSpec {
   /// 0): Megatron-Core's --fp8-param-gather, torchtitan's float8.enable_fsdp_float8_all_gather.
   bool fp8_param_gather = false;
   int checkpoint_every = 0;  ///< steps between checkpoints; 0 = only at the end
+  /// An encoder's tokenized classification set (scripts/tokenize_glue.py's train.safetensors and
+  /// dev.safetensors): a folder under the data directory, or a path with a '/'.
+  std::string dataset = "kjv-books";
+  int warmup_steps = 0;  ///< steps of linear learning-rate warm-up from 0 to lr
+  LrDecay lr_decay_style = LrDecay::Constant;
+  int eval_every = 0;  ///< steps between an encoder's dev-split evaluations; 0 = at the end only
 };
 
 /// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.

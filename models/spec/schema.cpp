@@ -229,6 +229,11 @@ std::vector<FieldSpec> make_fields() {
                                  "--max-position-embeddings"),
                          "seq_len"),
                    &S::model, &M::max_position_embeddings));
+  f.push_back(bind(text("model.checkpoint", false, false,
+                        "a Hugging Face checkpoint folder (config.json, model.safetensors or its "
+                        "shards) the encoder starts from, its shapes those of the model keys; "
+                        "bert and distilbert only; absent: initialised from training.seed"),
+                   &S::model, &M::checkpoint));
   f.push_back(bind(integer("model.num_labels", false, 2,
                            "classes of an encoder's sequence-classification head; bert and "
                            "distilbert only"),
@@ -479,6 +484,26 @@ std::vector<FieldSpec> make_fields() {
                            "steps between checkpoints; 0 = only at the end", "--save-interval",
                            "checkpoint.interval"),
                    &S::training, &T::checkpoint_every));
+  f.push_back(bind(integer("training.warmup_steps", false, 0,
+                           "steps of linear learning-rate warm-up from 0 to training.lr (lr · "
+                           "step / warmup_steps at step 0, 1, ...)",
+                           "--lr-warmup-iters", "lr_scheduler.warmup_steps"),
+                   &S::training, &T::warmup_steps));
+  f.push_back(bind_enum(choice("training.lr_decay_style", false,
+                               "the learning rate after the warm-up: constant, or linear to 0 at "
+                               "the last step (transformers' get_linear_schedule_with_warmup)",
+                               "--lr-decay-style", "lr_scheduler.decay_type"),
+                        kLrDecayNames, &S::training, &T::lr_decay_style));
+  f.push_back(bind(text("training.dataset", false, false,
+                        "an encoder's tokenized classification set (train.safetensors and "
+                        "dev.safetensors of scripts/tokenize_glue.py): a folder under the data "
+                        "directory (--data-dir), or a path with a '/'; bert and distilbert only"),
+                   &S::training, &T::dataset));
+  f.push_back(bind(integer("training.eval_every", false, 0,
+                           "steps between an encoder's evaluations on the dev split (accuracy, "
+                           "F1); 0 = after the last step only",
+                           "--eval-interval", "validation.freq"),
+                   &S::training, &T::eval_every));
 
   f.push_back(section("cluster", true,
                       "hardware: nodes · devices_per_node · ranks_per_device = the world size"));

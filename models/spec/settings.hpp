@@ -22,6 +22,13 @@ constexpr bool is_encoder(ModelFamily family) {
   return family == ModelFamily::Bert || family == ModelFamily::DistilBert;
 }
 
+/// training.lr_decay_style: the learning rate after the warm-up: held (constant) or decayed
+/// linearly to 0 at the last step (transformers' get_linear_schedule_with_warmup, which the GLUE
+/// fine-tuning examples use; Megatron-LM's --lr-decay-style linear).
+enum class LrDecay { Constant, Linear };
+inline constexpr NameTable<LrDecay, 2> kLrDecayNames{
+    {{{"constant", LrDecay::Constant}, {"linear", LrDecay::Linear}}}};
+
 /// model.moe.router: how a mixture-of-experts layer scores its experts before taking the top k:
 /// a softmax over the experts' logits (Mixtral, Megatron-Core's default), or a sigmoid per
 /// expert with a learned bias added for the choice only (DeepSeek-V3's auxiliary-loss-free

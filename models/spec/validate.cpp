@@ -68,6 +68,10 @@ void check_encoder(const ModelSpec& m, const LayoutSpec& l, std::vector<Violatio
       out.push_back({{"model.num_labels"},
                      "absent unless model.family is bert or distilbert (a decoder's head is the "
                      "LM head)"});
+    if (!m.checkpoint.empty())
+      out.push_back({{"model.checkpoint"},
+                     "absent unless model.family is bert or distilbert (decoders start from "
+                     "training.seed)"});
     return;
   }
   if (m.max_position_embeddings != 0 && m.max_position_embeddings < m.seq_len)
@@ -378,6 +382,9 @@ std::vector<Violation> validate(const Scenario& sc) {
   if (!out.empty()) return out;  // the rules below assume every value in its range
   check_model(sc.model, out);
   check_encoder(sc.model, sc.layout, out);
+  if (!is_encoder(sc.model.family) && sc.training.dataset != TrainingSpec{}.dataset)
+    out.push_back({{"training.dataset"},
+                   "absent unless model.family is bert or distilbert (decoders read the corpus)"});
   check_global_batch(sc.layout, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
@@ -385,6 +392,9 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_experts(sc.model, sc.layout, out);
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
+  if (sc.training.warmup_steps > sc.training.steps)
+    out.push_back({{"training.steps", "training.warmup_steps"},
+                   fmt::format("at least training.warmup_steps ({})", sc.training.warmup_steps)});
   check_fp8_param_gather(sc, out);
   check_cluster(sc, out);
   check_fp8_device(sc, out);

@@ -67,7 +67,7 @@ bool follows_wait(const sched::ActionList& actions, std::size_t i) {
 // under ZeRO the first replica's ZeroStage, whose full parameters are gathered locally (every
 // replica's slice holds this one's values; the step's work does not depend on them).
 struct ReplayStage {
-  ReplayStage(const Scenario& scenario, const StageCost& cost, const TokenDataset& data,
+  ReplayStage(const Scenario& scenario, const StageCost& cost, const TrainingData& data,
               const nn::TensorParallelGroup& tp, torch::Device device,
               const nn::ExpertParallelGroup& ep, const nn::ContextParallelGroup& cp)
       : run(scenario, cost, data, tp, device, ep, cp) {
@@ -137,7 +137,7 @@ bool replayed(const Action& a, bool buckets) {
 }  // namespace
 
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
-                             const sched::Schedule& schedule, int rank, const TokenDataset& data,
+                             const sched::Schedule& schedule, int rank, const TrainingData& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp,
                              CollectiveTimes* collectives, torch::Device device,
                              const nn::ExpertParallelGroup& ep,

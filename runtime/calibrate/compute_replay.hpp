@@ -12,7 +12,7 @@
 #include "models/nn/ring_attention.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "models/spec/scenario.hpp"
-#include "runtime/data/token_dataset.hpp"
+#include "runtime/data/training_data.hpp"
 #include "schedules/schedule.hpp"
 
 namespace dtwin::rt {
@@ -49,7 +49,7 @@ struct CollectiveTimes {
 /// among them too. Throws
 /// std::logic_error if the schedule runs a backward or W before the F or I it needs.
 ActionSeconds replay_compute(const Scenario& scenario, const CostModel& cost,
-                             const sched::Schedule& schedule, int rank, const TokenDataset& data,
+                             const sched::Schedule& schedule, int rank, const TrainingData& data,
                              int warmup, int steps, const nn::TensorParallelGroup& tp = {},
                              CollectiveTimes* collectives = nullptr,
                              torch::Device device = torch::kCPU,

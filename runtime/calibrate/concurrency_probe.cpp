@@ -23,7 +23,7 @@
 #include "runtime/calibrate/stage_run.hpp"
 #include "runtime/calibrate/step_variation.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/data/token_dataset.hpp"
+#include "runtime/data/open_training_data.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
 #include "runtime/spawn_self.hpp"
@@ -192,7 +192,8 @@ int run_compute_probe(const Scenario& scenario, int rank, const std::string& dat
                       int store_port) {
   configure_threads(scenario.runtime.threads, scenario.world_size());
   const CostModel cost(scenario);
-  const TokenDataset data(data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  const std::unique_ptr<TrainingData> owned = open_training_data(scenario, data_dir);
+  const TrainingData& data = *owned;
   // On a GPU the probes share it, as the ranks they stand for do (GPU rank mod the visible ones).
   const torch::Device device =
       scenario.runtime.device == RuntimeDevice::Cuda

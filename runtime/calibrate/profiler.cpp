@@ -25,7 +25,7 @@
 #include "runtime/calibrate/stage_run.hpp"
 #include "runtime/calibrate/step_variation.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/data/token_dataset.hpp"
+#include "runtime/data/open_training_data.hpp"
 #include "runtime/fused_adamw.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_device.hpp"
@@ -59,7 +59,7 @@ struct PassGroups {
 // gradients accumulate over layout.microbatches microbatches before the optimizer step and
 // zero_grad, which zeroes them as the executor's does.
 StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int s,
-                           const TokenDataset& data, const ProfileOptions& options,
+                           const TrainingData& data, const ProfileOptions& options,
                            const PassGroups& groups, const torch::Device& device) {
   const nn::TensorParallelGroup& tp = groups.tp;
   StageRun run(scenario, cost.stage(s), data, tp, device, groups.ep, groups.cp);
@@ -113,7 +113,7 @@ StageSeconds measure_stage(const Scenario& scenario, const CostModel& cost, int 
 // about twice the CPU (tp2's F: 14.5 ms alone, 7.3 ms with 6 busy processes). Only on the CPU
 // with one intra-op thread, where the process's other threads are the collectives' alone.
 void measure_collective_cpu(const Scenario& scenario, const CostModel& cost,
-                            const sched::Schedule& schedule, const TokenDataset& data, int p,
+                            const sched::Schedule& schedule, const TrainingData& data, int p,
                             int steps, const PassGroups& groups, const torch::Device& device,
                             std::vector<StageSeconds>& stages) {
   const nn::TensorParallelGroup& tp = groups.tp;
@@ -176,7 +176,7 @@ int replay_steps(const sched::Schedule& schedule, int p, const std::vector<Stage
 // collectives' seconds taken out), and the CPU of the collectives' helper threads
 // (measure_collective_cpu).
 void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
-                               const sched::Schedule& schedule, const TokenDataset& data,
+                               const sched::Schedule& schedule, const TrainingData& data,
                                const ProfileOptions& options, const PassGroups& groups,
                                const torch::Device& device, std::vector<StageSeconds>& stages) {
   const nn::TensorParallelGroup& tp = groups.tp;
@@ -229,7 +229,7 @@ void measure_in_schedule_order(const Scenario& scenario, const CostModel& cost,
 // the schedule's order (options.schedule). Every member runs the same passes, so their
 // collectives pair up.
 std::vector<StageSeconds> measure_stages(const Scenario& scenario, const CostModel& cost,
-                                         const TokenDataset& data, const ProfileOptions& options,
+                                         const TrainingData& data, const ProfileOptions& options,
                                          const PassGroups& groups) {
   // On runtime.device cuda, the GPU that the member takes in training, as local rank
   // member() of size().
@@ -287,7 +287,7 @@ PassGroups profile_group(const Scenario& scenario, const c10::intrusive_ptr<c10d
 // layout.tp · layout.cp members of a context-parallel group of tensor-parallel groups, each
 // holding its tokens and passing keys and values around its ring.
 std::vector<StageSeconds> measure_compute(const Scenario& scenario, const CostModel& cost,
-                                          const TokenDataset& data, const ProfileOptions& options) {
+                                          const TrainingData& data, const ProfileOptions& options) {
   const int size = profile_members(scenario);
   if (size == 1) return measure_stages(scenario, cost, data, options, {});
   if (options.member_command.empty())
@@ -369,7 +369,8 @@ int run_profile_member(const Scenario& scenario, int member, int store_port,
                        const ProfileOptions& options) {
   configure_threads(scenario.runtime.threads, scenario.world_size());
   const CostModel cost(scenario);
-  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  const std::unique_ptr<TrainingData> owned = open_training_data(scenario, options.data_dir);
+  const TrainingData& data = *owned;
   const auto store = tcp_store("127.0.0.1", store_port, false, kMemberTimeout);
   measure_stages(scenario, cost, data, options, profile_group(scenario, store, member));
   return 0;
@@ -391,7 +392,8 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
                     " cores, " + std::string(kBackendNames.name(scenario.runtime.backend)) + " " +
                     std::string(kRuntimeDeviceNames.name(scenario.runtime.device));
   const CostModel cost(scenario);
-  const TokenDataset data(options.data_dir, scenario.model.vocab_size, scenario.model.seq_len);
+  const std::unique_ptr<TrainingData> owned = open_training_data(scenario, options.data_dir);
+  const TrainingData& data = *owned;
   profile.stages = measure_compute(scenario, cost, data, options);
   const torch::Device device = rank_device(scenario.runtime, RankEnv{});  // local rank 0's
   const Precision precision = scenario.training.precision;

@@ -4,7 +4,7 @@
 
 namespace dtwin::rt {
 
-StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
+StageRun::StageRun(const Scenario& scenario, const StageLayers& stage, const TrainingData& data,
                    const nn::TensorParallelGroup& tp, torch::Device device,
                    const nn::ExpertParallelGroup& ep, const nn::ContextParallelGroup& cp)
     : stage(stage),

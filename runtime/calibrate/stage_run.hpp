@@ -9,7 +9,7 @@
 #include "models/nn/stage_module.hpp"
 #include "models/spec/scenario.hpp"
 #include "models/spec/stage_partition.hpp"
-#include "runtime/data/token_dataset.hpp"
+#include "runtime/data/training_data.hpp"
 
 namespace dtwin::rt {
 
@@ -25,7 +25,7 @@ namespace dtwin::rt {
 /// passes keys and values around the group's ring. Its MoE layers route balanced
 /// (RouterImpl::set_balanced).
 struct StageRun {
-  StageRun(const Scenario& scenario, const StageLayers& stage, const TokenDataset& data,
+  StageRun(const Scenario& scenario, const StageLayers& stage, const TrainingData& data,
            const nn::TensorParallelGroup& tp = {}, torch::Device device = torch::kCPU,
            const nn::ExpertParallelGroup& ep = {}, const nn::ContextParallelGroup& cp = {});
 

@@ -6,11 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <stdexcept>
 
 #include "base/file_writer.hpp"
-#include "base/splitmix64.hpp"
 #include "base/user_error.hpp"
 #include "runtime/data/file_util.hpp"
 #include "runtime/data/tokenizer.hpp"
@@ -67,16 +65,6 @@ void write_cache(const fs::path& path, int vocab_size, const std::vector<int32_t
   write_file(path, bytes);
 }
 
-/// Uniform integer in [0, bound) from a 64-bit generator, by rejection: the same values on every
-/// platform (std::uniform_int_distribution's algorithm is implementation-defined).
-uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
-  const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-  for (;;) {
-    const uint64_t r = rng();
-    if (r >= threshold) return r % bound;
-  }
-}
-
 void check_range(const char* what, int64_t value, int64_t lo, int64_t hi_exclusive) {
   if (value < lo || value >= hi_exclusive) {
     throw UserError(std::string("TokenDataset: ") + what + " = " + std::to_string(value) +
@@ -127,39 +115,13 @@ TokenDataset::TokenDataset(const std::string& data_dir, int vocab_size, int seq_
                              std::to_string(span) + " tokens (seq_len " + std::to_string(seq_len) +
                              " + 1)");
   }
+  order_ = std::make_unique<EpochOrder>(train_sequences_, "TokenDataset");
 }
 
 TokenDataset::~TokenDataset() = default;
 
-std::shared_ptr<const std::vector<int64_t>> TokenDataset::permutation(uint64_t seed,
-                                                                      int64_t epoch) const {
-  const auto key = std::make_pair(seed, epoch);
-  {
-    std::lock_guard<std::mutex> guard(mutex_);
-    if (auto it = permutations_.find(key); it != permutations_.end()) return it->second;
-  }
-  auto perm = std::make_shared<std::vector<int64_t>>(static_cast<size_t>(train_sequences_));
-  for (int64_t i = 0; i < train_sequences_; ++i) (*perm)[static_cast<size_t>(i)] = i;
-  std::mt19937_64 rng(splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(epoch)));
-  for (int64_t i = train_sequences_ - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(uniform_below(rng, static_cast<uint64_t>(i) + 1));
-    std::swap((*perm)[static_cast<size_t>(i)], (*perm)[static_cast<size_t>(j)]);
-  }
-  std::lock_guard<std::mutex> guard(mutex_);
-  permutations_[key] = perm;
-  // Keep a few recent permutations: a step reads at most two epochs.
-  while (permutations_.size() > 4) {
-    auto victim = permutations_.begin();
-    if (victim->first == key) ++victim;
-    permutations_.erase(victim);
-  }
-  return perm;
-}
-
 int64_t TokenDataset::train_sequence_at(int64_t position, uint64_t seed) const {
-  check_range("stream position", position, 0, std::numeric_limits<int64_t>::max());
-  const auto perm = permutation(seed, position / train_sequences_);
-  return (*perm)[static_cast<size_t>(position % train_sequences_)];
+  return order_->at(position, seed);
 }
 
 Batch TokenDataset::gather(const std::vector<int64_t>& starts) const {
@@ -175,19 +137,11 @@ Batch TokenDataset::gather(const std::vector<int64_t>& starts) const {
 
 Batch TokenDataset::batch(int64_t step, int replica, int microbatch, int dp, int microbatches,
                           int micro_batch_size, uint64_t seed) const {
-  check_range("dp", dp, 1, kMaxInt);
-  check_range("microbatches", microbatches, 1, kMaxInt);
-  check_range("micro_batch_size", micro_batch_size, 1, kMaxInt);
-  check_range("replica", replica, 0, dp);
-  check_range("microbatch", microbatch, 0, microbatches);
-  const int64_t global = static_cast<int64_t>(dp) * microbatches * micro_batch_size;
-  check_range("step", step, 0, std::numeric_limits<int64_t>::max() / global);
   const int64_t first =
-      step * global +
-      (static_cast<int64_t>(replica) * microbatches + microbatch) * micro_batch_size;
+      order_->first_position(step, replica, microbatch, dp, microbatches, micro_batch_size);
   const int64_t span = static_cast<int64_t>(seq_len_) + 1;
   std::vector<int64_t> starts(static_cast<size_t>(micro_batch_size));
-  for (int k = 0; k < micro_batch_size; ++k) starts[k] = train_sequence_at(first + k, seed) * span;
+  for (int k = 0; k < micro_batch_size; ++k) starts[k] = order_->at(first + k, seed) * span;
   return gather(starts);
 }
 

@@ -5,31 +5,23 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "runtime/data/epoch_order.hpp"
 #include "runtime/data/tokenizer.hpp"
+#include "runtime/data/training_data.hpp"
 
 namespace dtwin::rt {
-
-/// One microbatch: int64 tensors of shape [micro_batch_size, seq_len] on the CPU, contiguous;
-/// targets[i][k] = inputs[i][k + 1] for k < seq_len - 1 (the targets are the inputs shifted by
-/// one token).
-struct Batch {
-  at::Tensor inputs;
-  at::Tensor targets;
-};
 
 /// data_dir/corpus.txt encoded with ensure_tokenizer(data_dir, vocab_size): every line's ids
 /// followed by </s> (id 2), concatenated into one stream (cached in data_dir/tokens-<vocab>.bin).
 /// The first 95% of the stream is the training split, the last 5% the validation split; each
 /// split is cut into non-overlapping sequences of seq_len + 1 tokens (the remainder is dropped).
 /// All methods are const and safe to call from several threads.
-class TokenDataset {
+class TokenDataset : public TrainingData {
  public:
   /// Throws std::runtime_error when corpus.txt is missing (run scripts/fetch_data.sh), when
   /// vocab_size or seq_len is invalid, or when the training split holds no whole sequence.
@@ -39,6 +31,7 @@ class TokenDataset {
   TokenDataset& operator=(const TokenDataset&) = delete;
 
   int64_t train_sequences() const { return train_sequences_; }
+  int64_t train_examples() const override { return train_sequences_; }
   int64_t validation_sequences() const { return validation_sequences_; }
   int vocab_size() const { return vocab_size_; }
   int seq_len() const { return seq_len_; }
@@ -46,25 +39,16 @@ class TokenDataset {
   const std::string& tokenizer_path() const { return tokenizer_path_; }
 
   /// The micro_batch_size sequences of microbatch `microbatch` of DP replica `replica` at
-  /// training step `step`.
-  /// The training sequences are read as an endless stream: epoch e is a permutation of all of
-  /// them seeded by (seed, e), and stream position p holds sequence perm_{p / N}[p % N] with
-  /// N = train_sequences(). Step t's global batch is stream positions [t*G, t*G + G) with
-  /// G = dp * microbatches * micro_batch_size; replica d, microbatch j reads the
-  /// micro_batch_size positions from t*G + (d * microbatches + j) * micro_batch_size. So dp
-  /// replicas read disjoint data, and one rank with dp * microbatches microbatches reads exactly
-  /// the same sequences in the same order. A step that straddles an epoch boundary takes the
-  /// end of one permutation and the start of the next.
-  /// The shuffle is a Fisher-Yates shuffle driven by std::mt19937_64 with unbiased rejection
-  /// sampling, so the order is the same on every platform and standard library.
+  /// training step `step`, in EpochOrder's stream over the training sequences (a step that
+  /// straddles an epoch boundary takes the end of one permutation and the start of the next).
   Batch batch(int64_t step, int replica, int microbatch, int dp, int microbatches,
-              int micro_batch_size, uint64_t seed) const;
+              int micro_batch_size, uint64_t seed) const override;
 
   /// Validation sequences index * micro_batch_size ... + micro_batch_size - 1, in order, taken
   /// modulo validation_sequences() (any index >= 0 is valid; validation_batches() of them cover
   /// the split once).
-  Batch validation_batch(int64_t index, int micro_batch_size) const;
-  int64_t validation_batches(int micro_batch_size) const;
+  Batch validation_batch(int64_t index, int micro_batch_size) const override;
+  int64_t validation_batches(int micro_batch_size) const override;
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   std::vector<int> encode(const std::string& text) const { return tokenizer_->encode(text); }
@@ -74,7 +58,6 @@ class TokenDataset {
   int64_t train_sequence_at(int64_t position, uint64_t seed) const;
 
  private:
-  std::shared_ptr<const std::vector<int64_t>> permutation(uint64_t seed, int64_t epoch) const;
   Batch gather(const std::vector<int64_t>& starts) const;
 
   int vocab_size_;
@@ -85,10 +68,7 @@ class TokenDataset {
   int64_t train_tokens_ = 0;  ///< the training split is tokens_[0, train_tokens_)
   int64_t train_sequences_ = 0;
   int64_t validation_sequences_ = 0;
-
-  mutable std::mutex mutex_;  ///< guards permutations_
-  mutable std::map<std::pair<uint64_t, int64_t>, std::shared_ptr<const std::vector<int64_t>>>
-      permutations_;
+  std::unique_ptr<EpochOrder> order_;  ///< over the training sequences
 };
 
 }  // namespace dtwin::rt

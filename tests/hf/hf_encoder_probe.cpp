@@ -18,7 +18,7 @@
 
 #include "base/user_error.hpp"
 #include "runtime/hf_checkpoint.hpp"
-#include "runtime/safetensors.hpp"
+#include "runtime/data/safetensors.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "runtime/safetensors.hpp"
+#include "runtime/data/safetensors.hpp"
 
 #include <ATen/ATen.h>
 
@@ -59,7 +59,8 @@ const char* name_of(at::ScalarType type) {
 
 }  // namespace
 
-std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
+std::map<std::string, at::Tensor> read_safetensors(const std::string& path,
+                                                   std::map<std::string, std::string>* metadata) {
   const std::optional<std::string> file = read_file(path);
   if (!file) bad(path, "cannot be read (expected a safetensors file)");
   const std::string& bytes = *file;
@@ -83,7 +84,14 @@ std::map<std::string, at::Tensor> read_safetensors(const std::string& path) {
   std::map<std::string, at::Tensor> tensors;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!entry.is_object()) bad(path, "__metadata__: expected an object of strings");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) bad(path, "__metadata__: " + key + ": expected a string");
+        if (metadata) (*metadata)[key] = value.get<std::string>();
+      }
+      continue;
+    }
     const std::string where = "tensor '" + name + "': ";
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
         !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||

@@ -22,7 +22,9 @@ namespace dtwin::rt {
 /// expected" when the file cannot be read, is shorter than its header says, the header is not a
 /// JSON object of that shape, a dtype is not one of those, or a tensor's byte range disagrees
 /// with its shape and dtype or leaves the data.
-std::map<std::string, at::Tensor> read_safetensors(const std::string& path);
+/// With `metadata`, fills it with the file's "__metadata__" strings (none: empty).
+std::map<std::string, at::Tensor> read_safetensors(
+    const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 /// Writes `tensors` (any device; written in their dtype, contiguous, in name order) to `path`
 /// through write_file, with `metadata` as "__metadata__" (transformers writes {"format": "pt"}).

@@ -1,0 +1,129 @@
+#include "runtime/data/classification_dataset.hpp"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <map>
+
+#include "base/user_error.hpp"
+#include "runtime/data/safetensors.hpp"
+
+namespace dtwin::rt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Split {
+  at::Tensor inputs, labels;
+  std::vector<std::string> names;
+};
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+    names.push_back(text.substr(start, comma - start));
+  names.push_back(text.substr(start));
+  return names;
+}
+
+Split read_split(const fs::path& path, int seq_len, int vocab_size, int num_labels) {
+  const std::string file = path.string();
+  if (!fs::exists(path))
+    throw UserError(file + ": missing (expected a tokenized split: scripts/tokenize_glue.py)");
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, at::Tensor> t = read_safetensors(file, &metadata);
+  for (const char* name : {"input_ids", "token_type_ids", "attention_mask", "labels"})
+    if (!t.count(name))
+      throw UserError(file + ": tensor '" + name + "': missing (expected input_ids, " +
+                      "token_type_ids, attention_mask [N, S] and labels [N])");
+  const at::Tensor& ids = t["input_ids"];
+  const auto n = t["labels"].size(0);
+  const auto shape = [](const at::Tensor& x) {
+    std::string s = "[";
+    for (int i = 0; i < x.dim(); ++i) s += (i ? ", " : "") + std::to_string(x.size(i));
+    return s + "]";
+  };
+  if (t["labels"].dim() != 1 || n < 1)
+    throw UserError(file + ": tensor 'labels': expected [N] with N >= 1, got " +
+                    shape(t["labels"]));
+  for (const char* name : {"input_ids", "token_type_ids", "attention_mask"})
+    if (t[name].dim() != 2 || t[name].size(0) != n || t[name].size(1) != seq_len)
+      throw UserError(file + ": tensor '" + name + "': expected [" + std::to_string(n) + ", " +
+                      std::to_string(seq_len) + "] (the labels' count, model.seq_len), got " +
+                      shape(t[name]));
+  if (ids.numel() > 0 &&
+      (ids.min().item<std::int64_t>() < 0 || ids.max().item<std::int64_t>() >= vocab_size))
+    throw UserError(file + ": tensor 'input_ids': expected ids in [0, " +
+                    std::to_string(vocab_size) + ") (model.vocab_size), got ids up to " +
+                    std::to_string(ids.max().item<std::int64_t>()));
+  const at::Tensor labels = t["labels"].to(at::kLong);
+  if (labels.min().item<std::int64_t>() < 0 || labels.max().item<std::int64_t>() >= num_labels)
+    throw UserError(file + ": tensor 'labels': expected label indices in [0, " +
+                    std::to_string(num_labels) + ") (model.num_labels), got " +
+                    std::to_string(labels.max().item<std::int64_t>()));
+  Split split;
+  split.names =
+      metadata.count("labels") ? split_names(metadata["labels"]) : std::vector<std::string>{};
+  if (split.names.empty())
+    for (int i = 0; i < num_labels; ++i) split.names.push_back("label_" + std::to_string(i));
+  if (static_cast<int>(split.names.size()) != num_labels)
+    throw UserError(file + ": metadata 'labels': expected " + std::to_string(num_labels) +
+                    " names (model.num_labels), got " + std::to_string(split.names.size()));
+  split.inputs = at::stack({ids.to(at::kLong), t["token_type_ids"].to(at::kLong),
+                            t["attention_mask"].to(at::kLong)},
+                           1)
+                     .contiguous();
+  split.labels = labels.contiguous();
+  return split;
+}
+
+}  // namespace
+
+ClassificationDataset::ClassificationDataset(const std::string& dir, int seq_len, int vocab_size,
+                                             int num_labels) {
+  Split train = read_split(fs::path(dir) / "train.safetensors", seq_len, vocab_size, num_labels);
+  Split dev = read_split(fs::path(dir) / "dev.safetensors", seq_len, vocab_size, num_labels);
+  if (train.names != dev.names)
+    throw UserError((fs::path(dir) / "dev.safetensors").string() +
+                    ": metadata 'labels': expected the training split's label names");
+  train_inputs_ = train.inputs;
+  train_labels_ = train.labels;
+  dev_inputs_ = dev.inputs;
+  dev_labels_ = dev.labels;
+  labels_ = train.names;
+  order_ = std::make_unique<EpochOrder>(train_labels_.size(0), "ClassificationDataset");
+}
+
+Batch ClassificationDataset::batch(std::int64_t step, int replica, int microbatch, int dp,
+                                   int microbatches, int micro_batch_size,
+                                   std::uint64_t seed) const {
+  const std::int64_t first =
+      order_->first_position(step, replica, microbatch, dp, microbatches, micro_batch_size);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(micro_batch_size));
+  for (int k = 0; k < micro_batch_size; ++k) rows[k] = order_->at(first + k, seed);
+  const at::Tensor index = at::tensor(rows, at::kLong);
+  return {train_inputs_.index_select(0, index).contiguous(),
+          train_labels_.index_select(0, index).contiguous()};
+}
+
+Batch ClassificationDataset::validation_batch(std::int64_t index, int micro_batch_size) const {
+  order_->check_range("micro_batch_size", micro_batch_size, 1, 1LL << 31);
+  const at::Tensor rows =
+      (at::arange(micro_batch_size, at::kLong) + index * micro_batch_size) % dev_examples();
+  return {dev_inputs_.index_select(0, rows).contiguous(),
+          dev_labels_.index_select(0, rows).contiguous()};
+}
+
+std::int64_t ClassificationDataset::validation_batches(int micro_batch_size) const {
+  order_->check_range("micro_batch_size", micro_batch_size, 1, 1LL << 31);
+  return (dev_examples() + micro_batch_size - 1) / micro_batch_size;
+}
+
+Batch ClassificationDataset::dev_range(std::int64_t first, std::int64_t count) const {
+  order_->check_range("dev range end", first + count, 1, dev_examples() + 1);
+  return {dev_inputs_.slice(0, first, first + count).contiguous(),
+          dev_labels_.slice(0, first, first + count).contiguous()};
+}
+
+}  // namespace dtwin::rt

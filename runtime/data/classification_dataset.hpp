@@ -1,0 +1,48 @@
+// A tokenized text-classification set, as scripts/tokenize_glue.py writes it: DIR/train.safetensors
+// and DIR/dev.safetensors, each with input_ids, token_type_ids and attention_mask [N, S] and
+// labels [N], and the label names in the metadata ("labels", comma-separated).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/data/epoch_order.hpp"
+#include "runtime/data/training_data.hpp"
+
+namespace dtwin::rt {
+
+class ClassificationDataset : public TrainingData {
+ public:
+  /// Reads DIR/train.safetensors and DIR/dev.safetensors. Throws UserError "FILE: what was
+  /// expected" for a missing file or tensor, shapes that disagree, a sequence length other than
+  /// `seq_len`, a token id outside [0, vocab_size), a label outside [0, num_labels), label names
+  /// whose count is not num_labels, or splits with different label names.
+  ClassificationDataset(const std::string& dir, int seq_len, int vocab_size, int num_labels);
+
+  std::int64_t train_examples() const override { return train_labels_.size(0); }
+  std::int64_t dev_examples() const { return dev_labels_.size(0); }
+  /// The label names, in label-index order.
+  const std::vector<std::string>& labels() const { return labels_; }
+
+  /// Batch::inputs [b, 3, s] (ids, types, mask) and targets [b] of the training split in
+  /// EpochOrder's stream.
+  Batch batch(std::int64_t step, int replica, int microbatch, int dp, int microbatches,
+              int micro_batch_size, std::uint64_t seed) const override;
+  Batch validation_batch(std::int64_t index, int micro_batch_size) const override;
+  /// ⌈dev_examples / micro_batch_size⌉: the last batch wraps to the split's start.
+  std::int64_t validation_batches(int micro_batch_size) const override;
+  /// Dev examples [first, first + count) exactly (first + count <= dev_examples()).
+  Batch dev_range(std::int64_t first, std::int64_t count) const;
+
+ private:
+  at::Tensor train_inputs_, train_labels_;  ///< [N, 3, S] int64, [N] int64
+  at::Tensor dev_inputs_, dev_labels_;
+  std::vector<std::string> labels_;
+  std::unique_ptr<EpochOrder> order_;
+};
+
+}  // namespace dtwin::rt

@@ -1,0 +1,140 @@
+// `dtwin train` of an encoder classifier end to end (issue 56): a small BERT on kjv-books, the
+// shipped classification set (scripts/fetch_data.sh), as real processes over Gloo. Sizes are
+// shrunk, the mechanism is not.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/run_process.hpp"
+#include "tests/small_training.hpp"
+
+using dtwin::test::losses;
+using dtwin::test::run_dtwin;
+
+namespace {
+
+const std::string kScenario = std::string(DTWIN_SOURCE_DIR) + "/scenarios/bert-kjv-dp2.yaml";
+const std::string kData = " --data-dir " + std::string(DTWIN_SOURCE_DIR) + "/data";
+
+/// `dtwin train` of bert-kjv-dp2 for `steps` steps with dp replicas of `m` microbatches of
+/// `mbs` verses, `sync` and `extra`, into `out`; REQUIREs exit 0.
+void train(const std::string& out, int steps, int dp, int m, int mbs, const std::string& sync,
+           const std::string& extra = "") {
+  const auto r = run_dtwin(
+      "train " + kScenario + kData + " -o " + out + " --set training.steps=" +
+      std::to_string(steps) + " --set training.warmup_steps=1 --set training.eval_every=0" +
+      " --set layout.dp=" + std::to_string(dp) + " --set layout.microbatches=" + std::to_string(m) +
+      " --set layout.micro_batch_size=" + std::to_string(mbs) + " --set layout.dp_sync=" + sync +
+      " --set cluster.ranks_per_device=" + std::to_string(dp) + extra);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
+/// The rows of OUT/eval.csv (step, accuracy, f1, majority, examples) as numbers.
+std::vector<std::vector<double>> eval_rows(const std::string& out) {
+  std::ifstream in(out + "/eval.csv");
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    std::vector<double> row;
+    std::size_t start = 0;
+    for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+      row.push_back(std::stod(line.substr(start, comma - start)));
+    row.push_back(std::stod(line.substr(start)));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("an encoder's losses under dp 2 and dp 4 equal one rank's, for each dp_sync variant",
+          "[train][encoder]") {
+  const std::string base = "train-encoder-dp";
+  // One rank reading the whole global batch as dp · m microbatches: the same verses, the same
+  // dropout masks (seeded by each microbatch's place in the global batch).
+  for (const int dp : {2, 4}) {
+    const int mbs = 32 / (2 * dp);  // 2 microbatches per replica, 32 verses a step
+    const std::string one = base + std::to_string(dp) + "-one";
+    train(one, 3, 1, 2 * dp, mbs, "allreduce");
+    const std::vector<double> reference = losses(one);
+    REQUIRE(reference.size() == 3);
+    for (const std::string sync : {"allreduce", "gather-scatter", "buckets"}) {
+      const std::string out = base + std::to_string(dp) + "-" + sync;
+      const bool buckets = sync == "buckets";
+      train(out, 3, dp, 2, mbs, buckets ? "allreduce" : sync,
+            buckets ? " --set layout.overlap_grad_reduce=true --set layout.bucket_size=1MB" : "");
+      const std::vector<double> got = losses(out);
+      REQUIRE(got.size() == reference.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO("dp " << dp << " " << sync << " step " << i + 1);
+        CHECK(std::abs(got[i] - reference[i]) <= 1e-5);
+      }
+      std::filesystem::remove_all(out);
+    }
+    std::filesystem::remove_all(one);
+  }
+}
+
+TEST_CASE(
+    "fine-tuning on kjv-books beats the majority class by 15 points and writes a "
+    "checkpoint that training starts from",
+    "[train][encoder]") {
+  const std::string out = "train-encoder-finetune";
+  train(out, 150, 2, 1, 16, "allreduce",
+        " --set training.eval_every=75 --set training.warmup_steps=20"
+        " --set training.lr_decay_style=constant");
+  const auto rows = eval_rows(out);
+  REQUIRE(rows.size() == 2);  // after steps 75 and 150
+  CHECK(rows[0][0] == 75);
+  CHECK(rows[1][0] == 150);
+  const double accuracy = rows[1][1], majority = rows[1][3];
+  CHECK(rows[1][4] == 3110);
+  CHECK(majority == Approx(702.0 / 3110).epsilon(1e-5));  // "history", the commonest label
+  CHECK(accuracy >= majority + 0.15);
+  const std::vector<double> first = losses(out);
+  // The Hugging Face folder dtwin wrote: a run started from it begins where this one ended.
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json", "vocab.txt"})
+    CHECK(std::filesystem::exists(out + "/hf-checkpoint/" + file));
+  const std::string again = out + "-again";
+  train(again, 3, 2, 1, 16, "allreduce",
+        " --set model.checkpoint=" + out + "/hf-checkpoint --set training.lr=1e-9");
+  const std::vector<double> resumed = losses(again);
+  REQUIRE(!resumed.empty());
+  CHECK(resumed[0] < first[0] - 0.15);  // 1.80 (ln 6) at random initialisation
+  std::filesystem::remove_all(out);
+  std::filesystem::remove_all(again);
+}
+
+TEST_CASE("an encoder's bad checkpoint or data set exits 2 naming the file and the expectation",
+          "[train][encoder]") {
+  const std::string dir = "train-encoder-bad";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream config(dir + "/config.json");
+    config << R"({"model_type": "bert", "vocab_size": 8000, "hidden_size": 256,
+                  "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 512,
+                  "max_position_embeddings": 128, "id2label": {"0": "a", "1": "b", "2": "c",
+                  "3": "d", "4": "e", "5": "f"}})";
+  }
+  const auto shape =
+      run_dtwin("train " + kScenario + kData + " -o " + dir + "/out --set model.checkpoint=" + dir);
+  CHECK(shape.exit_code == 2);
+  CHECK_THAT(shape.output, Catch::Contains(dir + "/config.json: hidden size: expected 128 (the "
+                                                 "scenario's model.d_model), got 256"));
+  const auto missing = run_dtwin("train " + kScenario + kData + " -o " + dir +
+                                 "/out --set training.dataset=" + dir + "/nothing");
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.output, Catch::Contains(dir + "/nothing/train.safetensors: missing"));
+  const auto length =
+      run_dtwin("train " + kScenario + kData + " -o " + dir +
+                "/out --set model.seq_len=64 --set model.max_position_embeddings=64");
+  CHECK(length.exit_code == 2);
+  CHECK_THAT(length.output, Catch::Contains("train.safetensors: tensor 'input_ids': expected "
+                                            "[27992, 64]"));
+  std::filesystem::remove_all(dir);
+}
