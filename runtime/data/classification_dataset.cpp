@@ -13,8 +13,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Split {
-  at::Tensor inputs, labels;
+struct ReadSplit {
+  at::Tensor ids, types, mask, labels;
   std::vector<std::string> names;
 };
 
@@ -27,7 +27,7 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
-Split read_split(const fs::path& path, int seq_len, int vocab_size, int num_labels) {
+ReadSplit read_split(const fs::path& path, int seq_len, int vocab_size, int num_labels) {
   const std::string file = path.string();
   if (!fs::exists(path))
     throw UserError(file + ": missing (expected a tokenized split: scripts/tokenize_glue.py)");
@@ -62,7 +62,7 @@ Split read_split(const fs::path& path, int seq_len, int vocab_size, int num_labe
     throw UserError(file + ": tensor 'labels': expected label indices in [0, " +
                     std::to_string(num_labels) + ") (model.num_labels), got " +
                     std::to_string(labels.max().item<std::int64_t>()));
-  Split split;
+  ReadSplit split;
   split.names =
       metadata.count("labels") ? split_names(metadata["labels"]) : std::vector<std::string>{};
   if (split.names.empty())
@@ -70,10 +70,9 @@ Split read_split(const fs::path& path, int seq_len, int vocab_size, int num_labe
   if (static_cast<int>(split.names.size()) != num_labels)
     throw UserError(file + ": metadata 'labels': expected " + std::to_string(num_labels) +
                     " names (model.num_labels), got " + std::to_string(split.names.size()));
-  split.inputs = at::stack({ids.to(at::kLong), t["token_type_ids"].to(at::kLong),
-                            t["attention_mask"].to(at::kLong)},
-                           1)
-                     .contiguous();
+  split.ids = ids;
+  split.types = t["token_type_ids"];
+  split.mask = t["attention_mask"];
   split.labels = labels.contiguous();
   return split;
 }
@@ -82,17 +81,22 @@ Split read_split(const fs::path& path, int seq_len, int vocab_size, int num_labe
 
 ClassificationDataset::ClassificationDataset(const std::string& dir, int seq_len, int vocab_size,
                                              int num_labels) {
-  Split train = read_split(fs::path(dir) / "train.safetensors", seq_len, vocab_size, num_labels);
-  Split dev = read_split(fs::path(dir) / "dev.safetensors", seq_len, vocab_size, num_labels);
+  ReadSplit train =
+      read_split(fs::path(dir) / "train.safetensors", seq_len, vocab_size, num_labels);
+  ReadSplit dev = read_split(fs::path(dir) / "dev.safetensors", seq_len, vocab_size, num_labels);
   if (train.names != dev.names)
     throw UserError((fs::path(dir) / "dev.safetensors").string() +
                     ": metadata 'labels': expected the training split's label names");
-  train_inputs_ = train.inputs;
-  train_labels_ = train.labels;
-  dev_inputs_ = dev.inputs;
-  dev_labels_ = dev.labels;
+  train_ = {train.ids, train.types, train.mask, train.labels};
+  dev_ = {dev.ids, dev.types, dev.mask, dev.labels};
   labels_ = train.names;
-  order_ = std::make_unique<EpochOrder>(train_labels_.size(0), "ClassificationDataset");
+  order_ = std::make_unique<EpochOrder>(train_.labels.size(0), "ClassificationDataset");
+}
+
+Batch ClassificationDataset::rows_of(const Split& split, const at::Tensor& rows) {
+  const auto take = [&](const at::Tensor& t) { return t.index_select(0, rows).to(at::kLong); };
+  return {at::stack({take(split.ids), take(split.types), take(split.mask)}, 1).contiguous(),
+          split.labels.index_select(0, rows).contiguous()};
 }
 
 Batch ClassificationDataset::batch(std::int64_t step, int replica, int microbatch, int dp,
@@ -102,17 +106,14 @@ Batch ClassificationDataset::batch(std::int64_t step, int replica, int microbatc
       order_->first_position(step, replica, microbatch, dp, microbatches, micro_batch_size);
   std::vector<std::int64_t> rows(static_cast<std::size_t>(micro_batch_size));
   for (int k = 0; k < micro_batch_size; ++k) rows[k] = order_->at(first + k, seed);
-  const at::Tensor index = at::tensor(rows, at::kLong);
-  return {train_inputs_.index_select(0, index).contiguous(),
-          train_labels_.index_select(0, index).contiguous()};
+  return rows_of(train_, at::tensor(rows, at::kLong));
 }
 
 Batch ClassificationDataset::validation_batch(std::int64_t index, int micro_batch_size) const {
   order_->check_range("micro_batch_size", micro_batch_size, 1, 1LL << 31);
   const at::Tensor rows =
       (at::arange(micro_batch_size, at::kLong) + index * micro_batch_size) % dev_examples();
-  return {dev_inputs_.index_select(0, rows).contiguous(),
-          dev_labels_.index_select(0, rows).contiguous()};
+  return rows_of(dev_, rows);
 }
 
 std::int64_t ClassificationDataset::validation_batches(int micro_batch_size) const {
@@ -122,8 +123,7 @@ std::int64_t ClassificationDataset::validation_batches(int micro_batch_size) con
 
 Batch ClassificationDataset::dev_range(std::int64_t first, std::int64_t count) const {
   order_->check_range("dev range end", first + count, 1, dev_examples() + 1);
-  return {dev_inputs_.slice(0, first, first + count).contiguous(),
-          dev_labels_.slice(0, first, first + count).contiguous()};
+  return rows_of(dev_, at::arange(first, first + count, at::kLong));
 }
 
 }  // namespace dtwin::rt

@@ -23,8 +23,8 @@ class ClassificationDataset : public TrainingData {
   /// whose count is not num_labels, or splits with different label names.
   ClassificationDataset(const std::string& dir, int seq_len, int vocab_size, int num_labels);
 
-  std::int64_t train_examples() const override { return train_labels_.size(0); }
-  std::int64_t dev_examples() const { return dev_labels_.size(0); }
+  std::int64_t train_examples() const override { return train_.labels.size(0); }
+  std::int64_t dev_examples() const { return dev_.labels.size(0); }
   /// The label names, in label-index order.
   const std::vector<std::string>& labels() const { return labels_; }
 
@@ -39,8 +39,13 @@ class ClassificationDataset : public TrainingData {
   Batch dev_range(std::int64_t first, std::int64_t count) const;
 
  private:
-  at::Tensor train_inputs_, train_labels_;  ///< [N, 3, S] int64, [N] int64
-  at::Tensor dev_inputs_, dev_labels_;
+  /// The splits as stored (ids, types and mask [N, S] in the file's integer types, labels [N]
+  /// int64); a batch widens its rows to int64.
+  struct Split {
+    at::Tensor ids, types, mask, labels;
+  };
+  static Batch rows_of(const Split& split, const at::Tensor& rows);
+  Split train_, dev_;
   std::vector<std::string> labels_;
   std::unique_ptr<EpochOrder> order_;
 };
