@@ -1,10 +1,9 @@
 #include "runtime/executor.hpp"
 
-#include "base/splitmix64.hpp"
-
 #include <algorithm>
 #include <chrono>
 
+#include "base/splitmix64.hpp"
 #include "models/nn/tensor_parallel.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/flat_gradients.hpp"
