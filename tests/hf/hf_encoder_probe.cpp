@@ -17,8 +17,8 @@
 #include <string>
 
 #include "base/user_error.hpp"
-#include "runtime/hf_checkpoint.hpp"
 #include "runtime/data/safetensors.hpp"
+#include "runtime/hf_checkpoint.hpp"
 
 namespace {
 
