@@ -87,12 +87,6 @@ std::map<std::string, at::Tensor> read_weights(const fs::path& dir,
   return tensors;
 }
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// The checkpoint name of a parameter as older checkpoints spell LayerNorm's: gamma, beta.
 std::string legacy_name(const std::string& name) {
   const auto swap = [&](const std::string& from, const std::string& to) {
@@ -198,7 +192,7 @@ std::vector<std::string> load_hf_encoder(nn::EncoderClassifier& model, const std
     if (found == weights.end()) {
       if (!in_head(config, ours))
         throw UserError(dir + ": tensor '" + theirs + "': missing (expected shape " +
-                        shape_text(param.sizes()) + " from config.json)");
+                        c10::str(param.sizes()) + " from config.json)");
       if (ours.ends_with(".bias"))
         param.zero_();
       else
@@ -208,8 +202,8 @@ std::vector<std::string> load_hf_encoder(nn::EncoderClassifier& model, const std
     }
     if (found->second.sizes() != param.sizes())
       throw UserError(file[name] + ": tensor '" + name + "': expected shape " +
-                      shape_text(param.sizes()) + " (config.json), got " +
-                      shape_text(found->second.sizes()));
+                      c10::str(param.sizes()) + " (config.json), got " +
+                      c10::str(found->second.sizes()));
     param.copy_(found->second);
     used.insert(name);
   }

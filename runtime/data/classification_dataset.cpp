@@ -39,24 +39,20 @@ ReadSplit read_split(const fs::path& path, int seq_len, int vocab_size, int num_
                       "token_type_ids, attention_mask [N, S] and labels [N])");
   const at::Tensor& ids = t["input_ids"];
   const auto n = t["labels"].size(0);
-  const auto shape = [](const at::Tensor& x) {
-    std::string s = "[";
-    for (int i = 0; i < x.dim(); ++i) s += (i ? ", " : "") + std::to_string(x.size(i));
-    return s + "]";
-  };
   if (t["labels"].dim() != 1 || n < 1)
     throw UserError(file + ": tensor 'labels': expected [N] with N >= 1, got " +
-                    shape(t["labels"]));
+                    c10::str(t["labels"].sizes()));
   for (const char* name : {"input_ids", "token_type_ids", "attention_mask"})
     if (t[name].dim() != 2 || t[name].size(0) != n || t[name].size(1) != seq_len)
       throw UserError(file + ": tensor '" + name + "': expected [" + std::to_string(n) + ", " +
                       std::to_string(seq_len) + "] (the labels' count, model.seq_len), got " +
-                      shape(t[name]));
-  if (ids.numel() > 0 &&
-      (ids.min().item<std::int64_t>() < 0 || ids.max().item<std::int64_t>() >= vocab_size))
+                      c10::str(t[name].sizes()));
+  const auto [lowest, highest] = at::aminmax(ids);
+  if (lowest.item<std::int64_t>() < 0 || highest.item<std::int64_t>() >= vocab_size)
     throw UserError(file + ": tensor 'input_ids': expected ids in [0, " +
-                    std::to_string(vocab_size) + ") (model.vocab_size), got ids up to " +
-                    std::to_string(ids.max().item<std::int64_t>()));
+                    std::to_string(vocab_size) + ") (model.vocab_size), got ids from " +
+                    std::to_string(lowest.item<std::int64_t>()) + " to " +
+                    std::to_string(highest.item<std::int64_t>()));
   const at::Tensor labels = t["labels"].to(at::kLong);
   if (labels.min().item<std::int64_t>() < 0 || labels.max().item<std::int64_t>() >= num_labels)
     throw UserError(file + ": tensor 'labels': expected label indices in [0, " +
@@ -107,18 +103,6 @@ Batch ClassificationDataset::batch(std::int64_t step, int replica, int microbatc
   std::vector<std::int64_t> rows(static_cast<std::size_t>(micro_batch_size));
   for (int k = 0; k < micro_batch_size; ++k) rows[k] = order_->at(first + k, seed);
   return rows_of(train_, at::tensor(rows, at::kLong));
-}
-
-Batch ClassificationDataset::validation_batch(std::int64_t index, int micro_batch_size) const {
-  order_->check_range("micro_batch_size", micro_batch_size, 1, 1LL << 31);
-  const at::Tensor rows =
-      (at::arange(micro_batch_size, at::kLong) + index * micro_batch_size) % dev_examples();
-  return rows_of(dev_, rows);
-}
-
-std::int64_t ClassificationDataset::validation_batches(int micro_batch_size) const {
-  order_->check_range("micro_batch_size", micro_batch_size, 1, 1LL << 31);
-  return (dev_examples() + micro_batch_size - 1) / micro_batch_size;
 }
 
 Batch ClassificationDataset::dev_range(std::int64_t first, std::int64_t count) const {

@@ -23,7 +23,6 @@ class ClassificationDataset : public TrainingData {
   /// whose count is not num_labels, or splits with different label names.
   ClassificationDataset(const std::string& dir, int seq_len, int vocab_size, int num_labels);
 
-  std::int64_t train_examples() const override { return train_.labels.size(0); }
   std::int64_t dev_examples() const { return dev_.labels.size(0); }
   /// The label names, in label-index order.
   const std::vector<std::string>& labels() const { return labels_; }
@@ -32,9 +31,6 @@ class ClassificationDataset : public TrainingData {
   /// EpochOrder's stream.
   Batch batch(std::int64_t step, int replica, int microbatch, int dp, int microbatches,
               int micro_batch_size, std::uint64_t seed) const override;
-  Batch validation_batch(std::int64_t index, int micro_batch_size) const override;
-  /// ⌈dev_examples / micro_batch_size⌉: the last batch wraps to the split's start.
-  std::int64_t validation_batches(int micro_batch_size) const override;
   /// Dev examples [first, first + count) exactly (first + count <= dev_examples()).
   Batch dev_range(std::int64_t first, std::int64_t count) const;
 

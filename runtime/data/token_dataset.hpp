@@ -31,7 +31,6 @@ class TokenDataset : public TrainingData {
   TokenDataset& operator=(const TokenDataset&) = delete;
 
   int64_t train_sequences() const { return train_sequences_; }
-  int64_t train_examples() const override { return train_sequences_; }
   int64_t validation_sequences() const { return validation_sequences_; }
   int vocab_size() const { return vocab_size_; }
   int seq_len() const { return seq_len_; }
@@ -47,8 +46,8 @@ class TokenDataset : public TrainingData {
   /// Validation sequences index * micro_batch_size ... + micro_batch_size - 1, in order, taken
   /// modulo validation_sequences() (any index >= 0 is valid; validation_batches() of them cover
   /// the split once).
-  Batch validation_batch(int64_t index, int micro_batch_size) const override;
-  int64_t validation_batches(int micro_batch_size) const override;
+  Batch validation_batch(int64_t index, int micro_batch_size) const;
+  int64_t validation_batches(int micro_batch_size) const;
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   std::vector<int> encode(const std::string& text) const { return tokenizer_->encode(text); }

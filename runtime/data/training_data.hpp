@@ -1,5 +1,5 @@
 // What the executor reads its microbatches from: a training set in a seeded epoch order
-// (runtime/data/epoch_order.hpp) and a held-out split. Two kinds: the language-modelling corpus
+// (runtime/data/epoch_order.hpp). Two kinds: the language-modelling corpus
 // (TokenDataset) and a tokenized classification set (ClassificationDataset).
 #pragma once
 
@@ -22,17 +22,11 @@ struct Batch {
 class TrainingData {
  public:
   virtual ~TrainingData() = default;
-  /// Examples of the training split (sequences, or labelled texts).
-  virtual std::int64_t train_examples() const = 0;
   /// The micro_batch_size examples of microbatch `microbatch` of DP replica `replica` at
   /// training step `step` (EpochOrder::first_position's stream positions, read through
   /// EpochOrder::at with `seed`). Throws UserError for an argument out of range.
   virtual Batch batch(std::int64_t step, int replica, int microbatch, int dp, int microbatches,
                       int micro_batch_size, std::uint64_t seed) const = 0;
-  /// Held-out examples index·micro_batch_size ... + micro_batch_size − 1, in order, modulo the
-  /// split's size; validation_batches() of them cover it once.
-  virtual Batch validation_batch(std::int64_t index, int micro_batch_size) const = 0;
-  virtual std::int64_t validation_batches(int micro_batch_size) const = 0;
 };
 
 }  // namespace dtwin::rt
