@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/clock.hpp"
+#include "runtime/interface_counters.hpp"
 #include "runtime/process_groups.hpp"
 #include "runtime/rank_lost.hpp"
 
@@ -49,6 +50,9 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   // failure, not a lost peer.
   const GlooBinding bind{env.gloo_interfaces.empty() ? local_address_toward(env.master_addr) : "",
                          env.gloo_interfaces, device.is_cuda()};
+  address_ = bind.address;
+  interface_ = env.gloo_interfaces.empty() ? interface_with_address(address_).value_or("")
+                                           : env.gloo_interfaces.front();
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     const std::string pipeline = "pipeline/" + std::to_string(replica) + member;

@@ -71,6 +71,12 @@ class Communicator {
     return expert_data_parallel_;
   }
 
+  /// The network interface its groups' sockets use (GLOO_SOCKET_IFNAME's first, or the one
+  /// holding the address that routes to MASTER_ADDR) and that address (empty under
+  /// GLOO_SOCKET_IFNAME); interface is empty when no interface holds it (NCCL over InfiniBand).
+  const std::string& interface() const { return interface_; }
+  const std::string& address() const { return address_; }
+
   /// The context-parallel group; null when cp is 1.
   const c10::intrusive_ptr<c10d::Backend>& context_parallel() const { return context_parallel_; }
 
@@ -111,6 +117,8 @@ class Communicator {
   bool hosts_store_ = false;
   double origin_ = 0;
   torch::Device device_;
+  std::string interface_;
+  std::string address_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Store> heartbeat_store_;
   c10::intrusive_ptr<c10d::Backend> world_;

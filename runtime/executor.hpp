@@ -13,9 +13,11 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <map>
 #include <vector>
 
+#include "models/cost/collective_bytes.hpp"
 #include "models/spec/scenario.hpp"
 #include "runtime/action_timer.hpp"
 #include "runtime/clock.hpp"
@@ -69,6 +71,15 @@ class Executor {
   /// The most bytes of model states (model_state_bytes of rank_model.hpp, summed over this
   /// rank's stages) held at the start of any OPTIM so far.
   double peak_model_state_bytes() const { return peak_model_state_bytes_; }
+
+  /// Bytes this process has sent to and received from the other members of its DP group in the
+  /// data-parallel reductions of its dense gradients so far (ALLREDUCE under each dp_sync, and
+  /// the buckets' all-reduces), as Gloo's algorithms move the buffers it posted
+  /// (models/cost/collective_bytes.hpp); ZeRO's collectives, the expert gradients' reduction and
+  /// the replicas' start times are not counted.
+  WireBytes gradient_wire_bytes() const {
+    return {gradient_sent_.load(), gradient_received_.load()};
+  }
 
  private:
   using Key = std::pair<int, int>;  // (stage, microbatch)
@@ -170,6 +181,9 @@ class Executor {
   torch::Tensor loss_sum_;  // float64 on device_, read once at the step's end
   int loss_count_ = 0;
   double peak_model_state_bytes_ = 0;
+  // gradient_wire_bytes(); atomic: a bucket's all-reduce is posted from autograd's hook.
+  void count_gradient_bytes(const WireBytes& bytes);
+  std::atomic<int64_t> gradient_sent_{0}, gradient_received_{0};
 };
 
 }  // namespace dtwin::rt

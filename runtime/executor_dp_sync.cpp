@@ -23,10 +23,13 @@ void Executor::dp_sync(const sched::Action& a) {
   const bool experts_apart = scenario_.layout.ep > 1;
   const std::vector<torch::Tensor> tensors =
       sync_tensors(experts_apart ? module.expert_parameters(false) : module.parameters(), weights);
-  torch::Tensor flat = flatten_with_slots(tensors, dp);
-  const int64_t numel = flat.numel() - dp;
+  torch::Tensor flat = flatten(tensors);
+  const int64_t bytes = flat.numel() * flat.element_size();
   const double start = clock_.now();
-  flat[numel + replica] = start;
+  const std::string what = sched::to_string(a);
+  // The replicas' start times go apart (one float64 each), so that the reduction carries the
+  // gradients alone, bytes as the simulator predicts them.
+  const double last_arrival = latest_start(start, what);
 
   c10d::Backend& group = comm_.data_parallel();
   if (layout.dp_sync == sched::DpSync::GatherScatter) {
@@ -38,7 +41,6 @@ void Executor::dp_sync(const sched::Action& a) {
     std::vector<torch::Tensor> input{flat};
     c10d::GatherOptions gather_options;
     gather_options.rootRank = 0;
-    const std::string what = sched::to_string(a);
     wait(comm_.post(what, peers, [&] { return group.gather(gathered, input, gather_options); }), a,
          peers);
     std::vector<std::vector<torch::Tensor>> scattered;
@@ -52,17 +54,24 @@ void Executor::dp_sync(const sched::Action& a) {
     wait(comm_.post(what, peers, [&] { return group.scatter(output, scattered, scatter_options); }),
          a, peers);
     flat = output[0];
+    WireBytes moved = gather_bytes(bytes, dp, replica);
+    moved += scatter_bytes(bytes, dp, replica);
+    count_gradient_bytes(moved);
   } else {
     std::vector<torch::Tensor> buffers{flat};
-    wait(comm_.post(sched::to_string(a), peers, [&] { return group.allreduce(buffers); }), a,
-         peers);
+    wait(comm_.post(what, peers, [&] { return group.allreduce(buffers); }), a, peers);
+    count_gradient_bytes(ring_allreduce_bytes(bytes, flat.element_size(), dp, replica));
   }
-  const double last_arrival = flat.narrow(0, numel, dp).max().item<double>();
   write_average(flat, dp, tensors);
   if (experts_apart) reduce_expert_gradients(a);
   // Exposed: the whole action, packing and writing back included, less the wait for a later
   // replica (the simulator runs the packing as the profile's sync_local seconds).
   exposed_ = std::max(0.0, clock_.now() - begin - std::max(0.0, last_arrival - start));
+}
+
+void Executor::count_gradient_bytes(const WireBytes& bytes) {
+  gradient_sent_ += bytes.sent;
+  gradient_received_ += bytes.received;
 }
 
 bool Executor::arm_buckets(const sched::Action& a, std::size_t index) {
@@ -82,7 +91,12 @@ bool Executor::arm_buckets(const sched::Action& a, std::size_t index) {
         });
   else
     buckets = std::make_unique<AllReduceBuckets>(
-        [this, what, peers](std::vector<torch::Tensor>& buffers) {
+        [this, what, peers,
+         replica = schedule_.layout.dp_index(rank_)](std::vector<torch::Tensor>& buffers) {
+          const torch::Tensor& flat = buffers.front();
+          count_gradient_bytes(ring_allreduce_bytes(flat.numel() * flat.element_size(),
+                                                    flat.element_size(), schedule_.layout.dp,
+                                                    replica));
           return comm_.post(what, peers, [&] { return comm_.data_parallel().allreduce(buffers); });
         },
         schedule_.layout.dp);
@@ -101,7 +115,7 @@ void Executor::reduce_expert_gradients(const sched::Action& a) {
   const std::vector<torch::Tensor> grads =
       sync_tensors(stages_.at(a.stage).module->expert_parameters(), /*weights=*/false);
   if (grads.empty()) return;
-  torch::Tensor flat = flatten_with_slots(grads, 0);
+  torch::Tensor flat = flatten(grads);
   if (const auto& group = comm_.expert_data_parallel()) {
     const std::vector<int> peers = dp_peers();
     std::vector<torch::Tensor> buffers{flat};

@@ -43,17 +43,16 @@ std::vector<torch::Tensor> sync_tensors(const std::vector<torch::Tensor>& parame
   return tensors;
 }
 
-torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int slots) {
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> parts;
   for (const torch::Tensor& t : tensors) parts.push_back(t.reshape(-1));
-  parts.push_back(torch::zeros({slots}, tensors.front().options()));
   return torch::cat(parts);
 }
 
 void write_average(const torch::Tensor& flat, int replicas,
                    const std::vector<torch::Tensor>& tensors) {
   // In place: a divided copy would hold the buffer's size once more.
-  copy_slices(flat.narrow(0, 0, flat.numel() - replicas).div_(replicas), tensors);
+  copy_slices(flat.div_(replicas), tensors);
 }
 
 }  // namespace dtwin::rt

@@ -25,12 +25,11 @@ void copy_slices(const torch::Tensor& flat, const std::vector<torch::Tensor>& te
 /// parameter without one first gets a zero gradient), or with `weights` the parameters.
 std::vector<torch::Tensor> sync_tensors(const std::vector<torch::Tensor>& parameters, bool weights);
 
-/// `tensors` flattened and concatenated in order, followed by `slots` zeros [Σ numel + slots]
-/// (one arrival-time slot per replica).
-torch::Tensor flatten_with_slots(const std::vector<torch::Tensor>& tensors, int slots);
+/// `tensors` flattened and concatenated in order [Σ numel].
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors);
 
-/// Writes the leading Σ numel elements of `flat` (flatten_with_slots' layout), divided by
-/// `replicas` in place, back into `tensors`: the average after the group's sum.
+/// Writes `flat` [Σ numel] (flatten's layout), divided by `replicas` in place, back into
+/// `tensors`: the average after the group's sum.
 void write_average(const torch::Tensor& flat, int replicas,
                    const std::vector<torch::Tensor>& tensors);
 

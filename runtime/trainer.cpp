@@ -21,6 +21,7 @@
 #include "runtime/expert_counts.hpp"
 #include "runtime/fault_injection.hpp"
 #include "runtime/hf_checkpoint.hpp"
+#include "runtime/interface_counters.hpp"
 #include "runtime/lr_schedule.hpp"
 #include "runtime/measured_summary.hpp"
 #include "runtime/peak_memory.hpp"
@@ -54,6 +55,29 @@ double mean_step_value(const std::vector<double>& values) {
   if (values.empty()) return 0;
   const auto first = values.begin() + (values.size() > 1 ? 1 : 0);
   return std::accumulate(first, values.end(), 0.0) / static_cast<double>(values.end() - first);
+}
+
+// The counters of the interface `comm`'s groups use; nullopt when it is unknown.
+std::optional<InterfaceCounters> interface_counters(const Communicator& comm) {
+  if (comm.interface().empty()) return std::nullopt;
+  return read_interface_counters(comm.interface());
+}
+
+// The interface's traffic per step (means over the steps but the first, as mean_step_value), the
+// interface and the host's address; null without counters.
+nlohmann::json wire_json(const std::vector<InterfaceCounters>& steps, const Communicator& comm) {
+  if (steps.empty()) return nullptr;
+  auto mean = [&](int64_t InterfaceCounters::*field) {
+    std::vector<double> values;
+    for (const InterfaceCounters& c : steps) values.push_back(static_cast<double>(c.*field));
+    return mean_step_value(values);
+  };
+  return {{"interface", comm.interface()},
+          {"address", comm.address()},
+          {"sent_bytes", mean(&InterfaceCounters::sent_bytes)},
+          {"received_bytes", mean(&InterfaceCounters::received_bytes)},
+          {"sent_packets", mean(&InterfaceCounters::sent_packets)},
+          {"received_packets", mean(&InterfaceCounters::received_packets)}};
 }
 
 class Progress {
@@ -197,6 +221,10 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
   std::vector<double> all_to_all_bytes;   // sent to the other expert-parallel members, per step
   std::vector<double> cp_exchange_bytes;  // sent to the next context-parallel member, per step
   double peak_imbalance = 0;              // the worst microbatch's (peak_member_imbalance)
+  // Per step: the dense gradients' bytes to and from the DP group (Executor::gradient_wire_bytes)
+  // and the host interface's counters, when the groups' interface is known.
+  std::vector<double> gradient_sent, gradient_received;
+  std::vector<InterfaceCounters> wire;
   const int every = scenario.training.checkpoint_every;
   const auto* classification = dynamic_cast<const ClassificationDataset*>(&data);
   if (classification && reporter && first_step == 0)
@@ -206,11 +234,18 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     set_learning_rate(stages, learning_rate(scenario.training, step));
     const double start = clock.now();
     const std::int64_t sent_before = ep.bytes_sent->load(), ring_before = cp.bytes_sent->load();
+    const WireBytes gradients_before = executor.gradient_wire_bytes();
+    const std::optional<InterfaceCounters> wire_before = interface_counters(comm);
     Executor::StepResult result = executor.run_step(step);
     all_to_all_bytes.push_back(static_cast<double>(ep.bytes_sent->load() - sent_before));
     cp_exchange_bytes.push_back(static_cast<double>(cp.bytes_sent->load() - ring_before));
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
+    const WireBytes gradients = executor.gradient_wire_bytes();
+    gradient_sent.push_back(static_cast<double>(gradients.sent - gradients_before.sent));
+    gradient_received.push_back(
+        static_cast<double>(gradients.received - gradients_before.received));
+    if (wire_before) wire.push_back(*interface_counters(comm) - *wire_before);
     // Every rank starts a step after the previous one's loss reduction and ends it with this
     // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
     const double seconds = clock.now() - start;
@@ -246,6 +281,9 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
                          {"all_to_all_bytes", mean_step_value(all_to_all_bytes)},
                          {"cp_exchange_bytes", mean_step_value(cp_exchange_bytes)},
                          {"peak_load_imbalance", peak_imbalance},
+                         {"gradient_sent_bytes", mean_step_value(gradient_sent)},
+                         {"gradient_received_bytes", mean_step_value(gradient_received)},
+                         {"wire", wire_json(wire, comm)},
                          {"trace", nlohmann::json::parse(trace::to_chrome_trace(events, layout))}};
   comm.store().set("events/" + std::to_string(env.rank), bytes(mine.dump()));
   if (env.rank == 0) write_measured(comm.store(), scenario, layout, options.output_dir);

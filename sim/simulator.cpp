@@ -818,6 +818,7 @@ SimResult simulate(const Scenario& input, const sched::Schedule& schedule, const
   trace::fill_predicted_memory(result.summary, schedule, cost);
   trace::fill_predicted_all_to_all(result.summary, schedule, scenario, cost);
   trace::fill_predicted_cp_exchange(result.summary, schedule, scenario, cost);
+  trace::fill_predicted_dp_bytes(result.summary, schedule, scenario, cost);
   trace::fill_step_figures(result.summary, scenario, cost);
   return result;
 }

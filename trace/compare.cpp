@@ -265,6 +265,18 @@ Comparison compare_timelines(const Events& predicted, const Events& measured,
     }
     if (!exchanged) c.all_to_all.clear();
     if (!ring) c.cp_exchange.clear();
+    for (int r = 0; r < c.world_size; ++r) {
+      const RankSummary &p = predicted_summary->ranks[r], &m = measured_summary->ranks[r];
+      if (p.dp_sent_bytes + p.dp_received_bytes + m.dp_sent_bytes + m.dp_received_bytes == 0)
+        continue;
+      c.dp_bytes.push_back({r,
+                            {p.dp_sent_bytes, m.dp_sent_bytes},
+                            {p.dp_received_bytes, m.dp_received_bytes},
+                            m.interface_sent_bytes,
+                            m.interface_received_bytes,
+                            m.interface_sent_packets,
+                            m.interface_received_packets});
+    }
     if (predicted_summary->load_imbalance > 0 && measured_summary->load_imbalance > 0)
       c.load_imbalance =
           Figure{predicted_summary->load_imbalance, measured_summary->load_imbalance};

@@ -42,6 +42,12 @@
 //   "all_to_all"            the same for the MoE all-to-all bytes per step (only when both
 //                           summaries were given and one has any)
 //   "cp_exchange"           the same for the context-parallel ring's bytes per step
+//   "dp_bytes"              [{rank, predicted_sent_bytes, counted_sent_bytes,
+//                           predicted_received_bytes, counted_received_bytes} and, where the
+//                           rank's host interface was read, interface_sent_bytes,
+//                           interface_received_bytes, interface_sent_packets and
+//                           interface_received_packets]: the data-parallel gradients' bytes per
+//                           step (RankSummary::dp_sent_bytes; only when a summary has some)
 //   "load_imbalance"        {predicted, measured, relative_error}: the busiest expert-parallel
 //                           member's copies over the mean (only when both summaries have it)
 //   "peak_load_imbalance"   the same in the worst microbatch (sets dropless peak memory)
@@ -109,6 +115,19 @@ struct ByteComparison {
   Figure bytes;
 };
 
+/// A rank's data-parallel gradient bytes per step: predicted against counted at the runtime's
+/// communicator, each way, and the host interface's traffic (RankSummary's interface_ figures, 0
+/// where unknown).
+struct WireComparison {
+  int rank = 0;
+  Figure sent;
+  Figure received;
+  double interface_sent_bytes = 0;
+  double interface_received_bytes = 0;
+  double interface_sent_packets = 0;
+  double interface_received_packets = 0;
+};
+
 /// Everything compare.json and report.md say; times in seconds (see the top of this header).
 struct Comparison {
   int world_size = 0;
@@ -132,6 +151,9 @@ struct Comparison {
   /// Bytes per step sent around the context-parallel ring (RankSummary::cp_exchange_bytes);
   /// empty unless a summary has some.
   std::vector<ByteComparison> cp_exchange;
+  /// RankSummary::dp_sent_bytes and the rest, per rank; empty unless both summaries were given
+  /// and one of them has any.
+  std::vector<WireComparison> dp_bytes;
   /// StepSummary::load_imbalance, the scenario's against the counted; only when both summaries
   /// have one.
   std::optional<Figure> load_imbalance;

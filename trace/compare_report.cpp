@@ -52,6 +52,36 @@ std::string kind_list(const std::vector<ActionKind>& kinds) {
   return out;
 }
 
+// report.md's table of the data-parallel gradient bytes per step; empty without them.
+std::string dp_bytes_section(const Comparison& c) {
+  if (c.dp_bytes.empty()) return "";
+  const bool interfaces = std::any_of(c.dp_bytes.begin(), c.dp_bytes.end(), [](const auto& w) {
+    return w.interface_sent_bytes > 0 || w.interface_received_bytes > 0;
+  });
+  std::string md =
+      "\n## Data-parallel gradient bytes per step\n\n"
+      "Predicted by the simulator and counted at the runtime's communicator, both as Gloo's "
+      "algorithms move the buffers (docs/bytes-on-the-wire.md)";
+  md += interfaces ? "; the host interface's counters add every frame's headers, the "
+                     "acknowledgements and the runtime's other messages.\n\n"
+                     "| rank | predicted sent | counted sent | interface sent (frames) | "
+                     "predicted received | counted received | interface received (frames) "
+                     "|\n|---:|---:|---:|---:|---:|---:|---:|\n"
+                   : ".\n\n| rank | predicted sent | counted sent | predicted received | "
+                     "counted received |\n|---:|---:|---:|---:|---:|\n";
+  for (const WireComparison& w : c.dp_bytes) {
+    md += fmt::format("| {} | {:.0f} | {:.0f} | ", w.rank, w.sent.predicted, w.sent.measured);
+    if (interfaces)
+      md += fmt::format("{:.0f} ({:.0f}) | ", w.interface_sent_bytes, w.interface_sent_packets);
+    md += fmt::format("{:.0f} | {:.0f} |", w.received.predicted, w.received.measured);
+    if (interfaces)
+      md += fmt::format(" {:.0f} ({:.0f}) |", w.interface_received_bytes,
+                        w.interface_received_packets);
+    md += "\n";
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string explain_gap(const Comparison& c) {
@@ -208,6 +238,23 @@ std::string to_compare_json(const Comparison& c) {
                       {"relative_error", relative_json(m.bytes)}});
     doc[key] = rows;
   }
+  if (!c.dp_bytes.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const WireComparison& w : c.dp_bytes) {
+      rows.push_back({{"rank", w.rank},
+                      {"predicted_sent_bytes", w.sent.predicted},
+                      {"counted_sent_bytes", w.sent.measured},
+                      {"predicted_received_bytes", w.received.predicted},
+                      {"counted_received_bytes", w.received.measured}});
+      if (w.interface_sent_bytes > 0 || w.interface_received_bytes > 0) {
+        rows.back()["interface_sent_bytes"] = w.interface_sent_bytes;
+        rows.back()["interface_received_bytes"] = w.interface_received_bytes;
+        rows.back()["interface_sent_packets"] = w.interface_sent_packets;
+        rows.back()["interface_received_packets"] = w.interface_received_packets;
+      }
+    }
+    doc["dp_bytes"] = rows;
+  }
   for (const auto& [key, figure] : {std::pair{"load_imbalance", &c.load_imbalance},
                                     {"peak_load_imbalance", &c.peak_load_imbalance}})
     if (*figure)
@@ -351,6 +398,7 @@ std::string to_markdown_report(const Comparison& c, const std::string& title) {
             fmt::format("{:.3f}", m.bytes.measured / (1024.0 * 1024)) + " | " +
             relative(m.bytes.relative_error()) + " |\n";
   }
+  md += dp_bytes_section(c);
   for (const auto& [label, figure] :
        {std::pair{
             "\nMoE load imbalance (the busiest expert-parallel member's copies over the mean)",

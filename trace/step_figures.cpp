@@ -1,5 +1,8 @@
 #include "trace/step_figures.hpp"
 
+#include <cmath>
+
+#include "models/cost/collective_bytes.hpp"
 #include "models/cost/context_parallel.hpp"
 #include "models/cost/memory_budget.hpp"
 #include "models/cost/moe_layer.hpp"
@@ -65,6 +68,42 @@ void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& sch
     for (int v = 0; v < layout.virtual_stages; ++v)
       layers += cost.stage(layout.stage_of(layout.pipeline_rank(rank), v)).num_layers;
     summary.ranks[rank].cp_exchange_bytes = per_layer * layers * layout.microbatches;
+  }
+}
+
+void fill_predicted_dp_bytes(StepSummary& summary, const sched::Schedule& schedule,
+                             const Scenario& scenario, const CostModel& cost) {
+  const sched::Layout& layout = schedule.layout;
+  if (layout.dp == 1 || layout.zero > 0) return;
+  const bool averaged = layout.dp_sync == sched::DpSync::WeightAverage;
+  const auto element = static_cast<int64_t>(averaged ? 4 : cost.grad_bytes_per_element());
+  for (int rank = 0; rank < static_cast<int>(summary.ranks.size()); ++rank) {
+    const int replica = layout.dp_index(rank);
+    WireBytes moved;
+    for (int v = 0; v < layout.virtual_stages; ++v) {
+      const int stage = layout.stage_of(layout.pipeline_rank(rank), v);
+      const double bytes =
+          (averaged ? cost.parameter_bytes(stage) : cost.data_parallel_gradient_bytes(stage)) /
+          scenario.layout.tp;
+      const auto elements = static_cast<int64_t>(std::llround(bytes / element));
+      if (layout.dp_sync == sched::DpSync::GatherScatter) {
+        moved += gather_bytes(elements * element, layout.dp, replica);
+        moved += scatter_bytes(elements * element, layout.dp, replica);
+        continue;
+      }
+      const int64_t buckets =
+          scenario.layout.gradient_buckets()
+              ? std::max<int64_t>(
+                    1, static_cast<int64_t>(std::ceil(cost.stage(stage).params /
+                                                      scenario.layout.tp / cost.bucket_params())))
+              : 1;
+      for (int64_t k = 0; k < buckets; ++k) {
+        const int64_t share = elements / buckets + (k < elements % buckets ? 1 : 0);
+        moved += ring_allreduce_bytes(share * element, element, layout.dp, replica);
+      }
+    }
+    summary.ranks[rank].dp_sent_bytes = static_cast<double>(moved.sent);
+    summary.ranks[rank].dp_received_bytes = static_cast<double>(moved.received);
   }
 }
 

@@ -45,4 +45,16 @@ void fill_predicted_all_to_all(StepSummary& summary, const sched::Schedule& sche
 void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& schedule,
                                 const Scenario& scenario, const CostModel& cost);
 
+/// Sets every rank's dp_sent_bytes and dp_received_bytes (bytes per step): per stage on the
+/// rank, its ALLREDUCE's buffer, data_parallel_gradient_bytes (parameter_bytes under
+/// weight-average) / tp, moved as Gloo moves it (models/cost/collective_bytes.hpp): a ring
+/// all-reduce over the dp replicas, or a gather to and a scatter from replica 0
+/// (gather-scatter); with layout.overlap_grad_reduce one ring all-reduce per bucket, the
+/// buffer's elements split evenly over the simulator's bucket count. The runtime's buckets end
+/// at parameter boundaries, so per rank the two may differ by the segments' rounding (a few
+/// elements per bucket); summed over the replicas they are equal. Nothing with dp 1 or under
+/// ZeRO.
+void fill_predicted_dp_bytes(StepSummary& summary, const sched::Schedule& schedule,
+                             const Scenario& scenario, const CostModel& cost);
+
 }  // namespace dtwin::trace

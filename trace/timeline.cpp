@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -279,6 +280,24 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
   return events;
 }
 
+namespace {
+
+// The summary keys of a rank's data-parallel and interface byte figures, each with its field
+// (`Rank`: RankSummary, or const RankSummary to read them).
+template <typename Rank>
+auto wire_fields(Rank& r) {
+  using Field = decltype(&r.dp_sent_bytes);
+  return std::array<std::pair<const char*, Field>, 6>{
+      {{"dp_sent_bytes", &r.dp_sent_bytes},
+       {"dp_received_bytes", &r.dp_received_bytes},
+       {"interface_sent_bytes", &r.interface_sent_bytes},
+       {"interface_received_bytes", &r.interface_received_bytes},
+       {"interface_sent_packets", &r.interface_sent_packets},
+       {"interface_received_packets", &r.interface_received_packets}}};
+}
+
+}  // namespace
+
 std::string to_summary_json(const StepSummary& summary) {
   nlohmann::json doc = {{"step_time_s", summary.step_time_s},
                         {"bubble_fraction", summary.bubble_fraction},
@@ -298,6 +317,8 @@ std::string to_summary_json(const StepSummary& summary) {
                      {"memory_ok", rank.memory_ok}});
     if (rank.all_to_all_bytes > 0) ranks.back()["all_to_all_bytes"] = rank.all_to_all_bytes;
     if (rank.cp_exchange_bytes > 0) ranks.back()["cp_exchange_bytes"] = rank.cp_exchange_bytes;
+    for (const auto& [key, value] : wire_fields(rank))
+      if (*value > 0) ranks.back()[key] = *value;
   }
   doc["ranks"] = ranks;
   return doc.dump(2) + "\n";
@@ -339,6 +360,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.memory_ok = r.value("memory_ok", true);
       out.all_to_all_bytes = r.value("all_to_all_bytes", 0.0);
       out.cp_exchange_bytes = r.value("cp_exchange_bytes", 0.0);
+      for (const auto& [key, value] : wire_fields(out)) *value = r.value(key, 0.0);
     } catch (const std::exception& error) {
       throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());
     }

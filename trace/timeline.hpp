@@ -30,6 +30,20 @@ struct RankSummary {
   /// and pass, a recomputed forward's again), predicted or counted by the runtime (mean over the
   /// summarised steps). 0 without context parallelism.
   double cp_exchange_bytes = 0;
+  /// Bytes per step that one GPU sends to and receives from the other members of its DP group
+  /// in the reductions of its dense gradients (ALLREDUCE: Gloo's ring all-reduce, or the gather
+  /// to and scatter from replica 0, and the buckets' all-reduces;
+  /// models/cost/collective_bytes.hpp), predicted or counted at the runtime's communicator (mean
+  /// over the summarised steps). 0 with dp 1 and under ZeRO (not counted).
+  double dp_sent_bytes = 0;
+  double dp_received_bytes = 0;
+  /// Measured only: the traffic per step of the rank's host interface (runtime/interface_counters:
+  /// frames' bytes and frames each way, every protocol's headers and every other message
+  /// included), when the rank is the only one on it; 0: unknown.
+  double interface_sent_bytes = 0;
+  double interface_received_bytes = 0;
+  double interface_sent_packets = 0;
+  double interface_received_packets = 0;
 };
 
 /// One step of a timeline in figures: seconds, a fraction, tokens/s and MFU, one RankSummary per

@@ -96,10 +96,10 @@ struct ReplayStage {
     const nn::StageModule& m = *run.module;
     const std::vector<torch::Tensor> gradients =
         sync_tensors(experts_apart ? m.expert_parameters(false) : m.parameters(), false);
-    write_average(flatten_with_slots(gradients, replicas), replicas, gradients);
+    write_average(flatten(gradients), replicas, gradients);
     if (!experts_apart) return;
     const std::vector<torch::Tensor> experts = sync_tensors(m.expert_parameters(), false);
-    copy_slices(flatten_with_slots(experts, 0) / replicas, experts);
+    copy_slices(flatten(experts) / replicas, experts);
   }
   // REDUCE_GRAD's work on the rank after the reduce-scatter (replica 0's shard stands in for the
   // reduced one); OPTIM does it first where the schedule has no REDUCE_GRAD.
