@@ -48,8 +48,10 @@ nlohmann::json read_json(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("on four hosts the communicator counts the simulator's DP bytes; interfaces add headers",
-          "[serial]") {
+TEST_CASE(
+    "on four hosts the communicator counts the simulator's DP bytes, and the interfaces add "
+    "headers",
+    "[serial]") {
   const auto [sync, buckets] = GENERATE(table<std::string, bool>(
       {{"gather-scatter", false}, {"allreduce", false}, {"allreduce", true}}));
   CAPTURE(sync, buckets);
