@@ -12,7 +12,11 @@ epoch of kjv-books' 27,992 verses, and the hosts' interface counters over the ru
 /proc/net/dev around it, rendezvous and end included) stand against `iterations x bytes per
 iteration`.
 
-Usage: .venv/bin/python bench/four_host_dp.py [--rate 1gbit] [--steps 40] [--epochs]
+Then, with --runs N, `dtwin run` (profile, simulate, train, compare) of the allreduce variant N
+times on the four hosts: the step-time error of each run and their median.
+
+Usage: .venv/bin/python bench/four_host_dp.py [--rate 1gbit] [--steps 40] [--epochs] [--runs 3]
+       [--no-variants]
 Writes its Markdown to stdout; bench/results/four_host_dp.md keeps the latest.
 """
 import argparse
@@ -20,6 +24,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +36,7 @@ DTWIN = "build/cli/dtwin"
 SCENARIO = "scenarios/bert-kjv-dp4-4host.yaml"
 TRAIN_VERSES = 27992  # kjv-books' training split (scripts/make_kjv_classification.py)
 HOSTS = 4
+RATE = "1gbit"  # the links' rate (--rate)
 VARIANTS = {
     "gather-scatter": ["layout.dp_sync=gather-scatter"],
     "allreduce": ["layout.dp_sync=allreduce"],
@@ -54,9 +60,9 @@ def interface_counters(netns):
     raise RuntimeError(f"{netns}: no eth0 in /proc/net/dev")
 
 
-def train_on_hosts(hosts, out, overrides):
-    """`dtwin train` with one rank on each host; returns rank 0's folder and the hosts' interface
-    traffic over the run (bytes sent and received, summed over the hosts)."""
+def train_on_hosts(hosts, out, overrides, command="train"):
+    """`dtwin train` (or `command`) with one rank on each host; returns rank 0's folder and the
+    hosts' interface traffic over the run (bytes sent and received, summed over the hosts)."""
     before = [interface_counters(h) for h in hosts.hosts]
     procs = []
     for rank, netns in enumerate(hosts.hosts):
@@ -65,7 +71,7 @@ def train_on_hosts(hosts, out, overrides):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(HOSTS), LOCAL_RANK="0",
                    LOCAL_WORLD_SIZE=str(HOSTS), MASTER_ADDR=NetHosts.address(0),
                    MASTER_PORT="29500")
-        cmd = ["ip", "netns", "exec", netns, DTWIN, "train", SCENARIO, *sets(overrides),
+        cmd = ["ip", "netns", "exec", netns, DTWIN, command, SCENARIO, *sets(overrides),
                "--data-dir=data", "-o", folder]
         log = open(f"{folder}.log", "w")
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
@@ -79,7 +85,16 @@ def train_on_hosts(hosts, out, overrides):
     return f"{out}-0", sent, received
 
 
+def link_bandwidth(rate):
+    """tc's "100mbit" as the scenario's bandwidth, "12.5MB/s"."""
+    number, unit = re.fullmatch(r"([0-9.]+)([kmg]bit)", rate).groups()
+    bits = float(number) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit]
+    return f"{bits / 8 / 1e6:g}MB/s"
+
+
 def simulate(out, overrides):
+    """`dtwin simulate` with the scenario's inter-node links at the shaped rate."""
+    overrides = overrides + [f"cluster.inter_node.bandwidth={link_bandwidth(RATE)}"]
     subprocess.run([DTWIN, "simulate", SCENARIO, *sets(overrides), "-o", out], check=True,
                    stdout=subprocess.DEVNULL)
     with open(f"{out}/predicted.summary.json") as f:
@@ -148,19 +163,43 @@ def epoch_rows(hosts, work):
           "iterations are 27,992 / batch, so the traffic per epoch grows as the batch shrinks.\n")
 
 
+def run_rows(hosts, runs, steps, work):
+    print(f"## `dtwin run` on the four hosts (allreduce, {steps} steps, {runs} runs)\n")
+    print("| run | predicted s / step | measured s / step (sd) | error | bubble error |")
+    print("|---:|---:|---:|---:|---:|")
+    errors = []
+    for run in range(1, runs + 1):
+        folder, _, _ = train_on_hosts(hosts, f"{work}/run{run}", [f"training.steps={steps}"],
+                                      command="run")
+        c = summary(folder, "compare.json")
+        step = c["step_time"]
+        errors.append(step["relative_error"])
+        print(f"| {run} | {step['predicted_s']:.4f} | {step['measured_s']:.4f} "
+              f"({step['measured_std_s']:.4f}) | {step['relative_error']:+.1%} | "
+              f"{c['bubble']['difference_pp']:+.1f} pp |")
+    print(f"\nMedian step-time error: {sorted(errors)[len(errors) // 2]:+.1%}\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", default="1gbit")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--epochs", action="store_true", help="also the per-epoch table")
+    parser.add_argument("--runs", type=int, default=0, help="`dtwin run` this many times")
+    parser.add_argument("--no-variants", action="store_true", help="skip the variants' table")
     parser.add_argument("--work", default="out/bench/four-host")
     args = parser.parse_args()
+    global RATE
+    RATE = args.rate
     os.makedirs(args.work, exist_ok=True)
     print(f"# Four hosts, {args.rate} links: {SCENARIO}\n")
     with NetHosts(HOSTS, args.rate) as hosts:
-        variant_rows(hosts, args.steps, args.work)
+        if not args.no_variants:
+            variant_rows(hosts, args.steps, args.work)
         if args.epochs:
             epoch_rows(hosts, args.work)
+        if args.runs:
+            run_rows(hosts, args.runs, args.steps, args.work)
 
 
 if __name__ == "__main__":
