@@ -27,7 +27,7 @@ void print_per_busy_count(const char* what, const std::vector<double>& seconds) 
 }  // namespace
 
 std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
-                                     const std::string& path) {
+                                     const std::string& path, int co_tenants) {
   const std::string target = path.empty() ? rt::profile_cache_path(scenario) : path;
   std::printf("profiling %s on this machine into %s%s...\n", scenario.name.c_str(),
               std::filesystem::absolute(target).c_str(),
@@ -35,6 +35,7 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
   std::fflush(stdout);
   rt::ProfileOptions options;
   options.data_dir = job.data_dir;
+  options.co_tenants = co_tenants;
   // The arguments that make this executable run the hidden `command` on the same scenario.
   const auto on_this_scenario = [&](const std::string& command) {
     std::vector<std::string> args{command};
@@ -77,7 +78,12 @@ std::string measure_and_save_profile(const MachineJobOptions& job, const Scenari
         "compute divided by x%.3f, the slowdown of the profile's %d members computing at once "
         "(the simulator applies the ranks' sharing of the cores itself)\n",
         profile.members_concurrency, profile_members(scenario));
-  if (profile.processes_sharing_cores != 1)
+  if (co_tenants > 0)
+    std::printf(
+        "stages timed with %d busy processes beside, the ranks of other nodes of this machine "
+        "that compute at the same time in training\n",
+        co_tenants);
+  else if (profile.processes_sharing_cores != 1)
     std::printf(
         "figures timed as walls with the profile's %d processes sharing %d cores (the simulator "
         "slows a rank only while more compute on its host)\n",

@@ -13,9 +13,10 @@ namespace dtwin {
 /// Measures the profile (runtime/calibrate/profiler.hpp) of `scenario`, the one `job` names, with
 /// token batches from job.data_dir, and saves it to `path`, or to its cache path when `path` is
 /// empty; prints the stage table, the concurrency curve and the GEMM throughput (report_gemms,
-/// which writes the fitted device description beside it). Returns the path written.
+/// which writes the fitted device description beside it). `co_tenants`: rt::ProfileOptions's.
+/// Returns the path written.
 std::string measure_and_save_profile(const MachineJobOptions& job, const Scenario& scenario,
-                                     const std::string& path = "");
+                                     const std::string& path = "", int co_tenants = 0);
 
 /// The network of a torchrun-style launch as rank env.rank sees it (rt::calibrate_network with
 /// 5 timed repetitions, messages of max(stage boundary bytes, 4 MiB) for bandwidth, the stage

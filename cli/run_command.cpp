@@ -192,8 +192,16 @@ int run_across_hosts(const RunOptions& options, const Scenario& scenario,
     return code;
 
   stages.next("profile");
-  const std::string compute = options.reprofile ? measure_and_save_profile(options, scenario)
-                                                : cached_profile(options, scenario);
+  // More processes on this machine than the scenario puts on a node: nodes that are network
+  // namespaces (or containers) of one machine, whose ranks share its cores in training. The
+  // profile then times the compute beside as many busy processes, into OUT (not the cache).
+  const int co_tenants = std::max(0, env.local_world_size - scenario.cluster.devices_per_node *
+                                                                scenario.cluster.ranks_per_device);
+  const std::string compute =
+      co_tenants > 0
+          ? measure_and_save_profile(options, scenario, dir + "/compute.profile.yaml", co_tenants)
+      : options.reprofile ? measure_and_save_profile(options, scenario)
+                          : cached_profile(options, scenario);
   const std::string profile_path = std::filesystem::absolute(dir + "/profile.yaml").string();
   save_profile(with_network(load_profile(compute), network), profile_path);
 

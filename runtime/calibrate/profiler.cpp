@@ -394,7 +394,11 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const CostModel cost(scenario);
   const std::unique_ptr<TrainingData> owned = open_training_data(scenario, options.data_dir);
   const TrainingData& data = *owned;
-  profile.stages = measure_compute(scenario, cost, data, options);
+  {
+    const BusyProcesses co_tenants(options.co_tenants);
+    profile.stages = measure_compute(scenario, cost, data, options);
+  }
+  if (options.co_tenants > 0) profile.processes_sharing_cores = 1 + options.co_tenants;
   const torch::Device device = rank_device(scenario.runtime, RankEnv{});  // local rank 0's
   const Precision precision = scenario.training.precision;
   profile.gemms = measure_gemms(model_gemms(scenario.model, scenario.layout, precision),

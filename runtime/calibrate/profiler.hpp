@@ -27,6 +27,12 @@ struct ProfileOptions {
   /// are those of its actions replayed in the schedule's order (replay_compute) where the
   /// schedule has that kind, else of the stage timed alone.
   const sched::Schedule* schedule = nullptr;
+  /// Processes that compute beside this one on this machine's cores in training while the
+  /// scenario places them on nodes of their own (network namespaces or containers of one machine
+  /// standing for hosts: LOCAL_WORLD_SIZE beyond the scenario's ranks per node). That many
+  /// BusyProcesses spin while the stages are timed, so that their seconds carry the sharing
+  /// (Profile::processes_sharing_cores = 1 + co_tenants); 0: none.
+  int co_tenants = 0;
 };
 
 /// Measures, with the thread count each rank will train with (runtime.threads, or the cores
