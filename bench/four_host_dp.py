@@ -118,7 +118,7 @@ def dp_bytes(s, key):
 
 def variant_rows(hosts, steps, work):
     print(f"## The three data-parallel variants ({steps} iterations, the first dropped)\n")
-    print("| dp_sync | s / iteration (mean ± sd) | predicted | first five losses | "
+    print("| dp_sync | s / iteration (mean ± sd) | simulated, no profile | first five losses | "
           "DP bytes sent / step: predicted | counted | interface (frames) |")
     print("|---|---:|---:|---|---:|---:|---:|")
     for name, overrides in VARIANTS.items():
@@ -140,8 +140,10 @@ def variant_rows(hosts, steps, work):
               f"{dp_bytes(measured, 'dp_sent_bytes'):.0f} | "
               f"{dp_bytes(measured, 'interface_sent_bytes'):.0f} "
               f"({dp_bytes(measured, 'interface_sent_packets'):.0f}) |")
-    print("\nBytes: summed over the four ranks; the interface's per step is the mean over the "
-          "kept steps of each host's eth0 counters.\n")
+    print("\nSimulated without a profile, each node computes on 2 cores of its own; the four "
+          "namespaces share this machine's 2 (`dtwin run` below profiles that). Bytes: summed over "
+          "the four ranks; the interface's per step is the mean over the kept steps of each "
+          "host's eth0 counters.\n")
 
 
 def epoch_rows(hosts, work):
