@@ -32,8 +32,6 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
        "data-parallel replica; pipeline and tensor parallelism are simulated only)"},
       {!is_encoder(m.family) || l.recompute == Recompute::None, "layout.recompute",
        "none for an encoder (recomputation is simulated only)"},
-      {!is_encoder(m.family) || t.precision == Precision::Fp32, "training.precision",
-       "fp32 for an encoder (bf16 encoders are simulated only)"},
       {!is_encoder(m.family) || l.schedule == sched::ScheduleKind::OneFOneB ||
            l.schedule == sched::ScheduleKind::GPipe,
        "layout.schedule",

@@ -1,6 +1,7 @@
 // `dtwin train` of an encoder classifier end to end (issue 56): a small BERT on kjv-books, the
 // shipped classification set (scripts/fetch_data.sh), as real processes over Gloo. Sizes are
 // shrunk, the mechanism is not.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -106,6 +107,25 @@ TEST_CASE(
     std::filesystem::remove_all(one);
   }
   std::filesystem::remove_all(base + "-data");
+}
+
+TEST_CASE(
+    "bf16 encoder training (autocast, fp32 master weights) tracks fp32 within 1% over 50 steps",
+    "[train][encoder]") {
+  const std::string base = "train-encoder-bf16";
+  const std::string part = kjv_part(base + "-data", 16, 32);
+  train(base + "-fp32", 50, 1, 1, 16, "allreduce", part);
+  train(base + "-bf16", 50, 1, 1, 16, "allreduce", part + " --set training.precision=bf16");
+  const std::vector<double> fp32 = losses(base + "-fp32"), bf16 = losses(base + "-bf16");
+  REQUIRE(fp32.size() == 50);
+  REQUIRE(bf16.size() == fp32.size());
+  double largest = 0;
+  for (std::size_t i = 0; i < fp32.size(); ++i)
+    largest = std::max(largest, std::abs(bf16[i] - fp32[i]) / fp32[i]);
+  CAPTURE(largest);
+  CHECK(largest <= 0.01);
+  CHECK(largest > 0);  // the bf16 run did compute in bf16
+  for (const char* dir : {"-data", "-fp32", "-bf16"}) std::filesystem::remove_all(base + dir);
 }
 
 TEST_CASE(

@@ -1,7 +1,9 @@
 #include "models/nn/stage_module.hpp"
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +23,32 @@ void check_encoder(const ModelSpec& spec, int first_layer, int num_layers, bool 
         "dtwin::nn::StageModule: an encoder runs as one stage of the whole model, without "
         "tensor, expert or context parallelism or recomputation");
 }
+
+// torch.autocast over one scope: enabled for `device` in `dtype`, the previous state restored
+// and the cast-weight cache cleared when the outermost guard ends.
+class AutocastGuard {
+ public:
+  AutocastGuard(at::DeviceType device, at::ScalarType dtype)
+      : device_(device),
+        was_enabled_(at::autocast::is_autocast_enabled(device)),
+        was_dtype_(at::autocast::get_autocast_dtype(device)) {
+    at::autocast::set_autocast_enabled(device, true);
+    at::autocast::set_autocast_dtype(device, dtype);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastGuard() {
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(device_, was_enabled_);
+    at::autocast::set_autocast_dtype(device_, was_dtype_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  at::DeviceType device_;
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
+};
 
 void check_spec(const ModelSpec& spec, int first_layer, int num_layers,
                 const TensorParallelGroup& tp, const ContextParallelGroup& cp) {
@@ -139,6 +167,11 @@ torch::Tensor StageModule::classify(const torch::Tensor& input) {
   TORCH_CHECK(input.dim() == 3 && input.size(1) == 3 && input.scalar_type() == torch::kLong,
               "StageModule: an encoder takes int64 [b, 3, s] (ids, token types, mask), got ",
               input.scalar_type(), " ", input.sizes());
+  // In a lower compute dtype the encoder runs under autocast, as transformers' Trainer trains
+  // with bf16=True: its linear layers and matmuls in bf16 on cast copies of the fp32 master
+  // weights, what autocast keeps in fp32 (softmax, layer_norm, ...) so.
+  std::optional<AutocastGuard> autocast;
+  if (compute_ != torch::kFloat32) autocast.emplace(input.device().type(), compute_);
   return encoder_(input.select(1, 0), input.select(1, 1), input.select(1, 2)).to(torch::kFloat32);
 }
 
