@@ -27,6 +27,7 @@
 #include "runtime/peak_memory.hpp"
 #include "runtime/rank_device.hpp"
 #include "runtime/threads.hpp"
+#include "runtime/training_inputs.hpp"
 
 namespace dtwin::rt {
 namespace {
@@ -179,16 +180,17 @@ int64_t resume(const std::string& output_dir, const sched::Layout& layout, int r
 
 }  // namespace
 
-int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const RankEnv& env,
+int train_rank(const Scenario& given, const sched::Schedule& schedule, const RankEnv& env,
                const TrainOptions& options) {
   const sched::Layout& layout = schedule.layout;
   count_cpu_tensor_bytes();  // the measured peak memory: every tensor from here on
-  configure_threads(scenario.runtime.threads, env.local_world_size);
-  torch::manual_seed(scenario.training.seed);
+  configure_threads(given.runtime.threads, env.local_world_size);
+  torch::manual_seed(given.training.seed);
 
-  const StagePartition partition(scenario);
-  const std::unique_ptr<TrainingData> owned = open_training_data(scenario, options.data_dir);
+  const std::unique_ptr<TrainingData> owned = open_training_data(given, options.data_dir);
   const TrainingData& data = *owned;
+  const Scenario scenario = with_epoch_steps(given, data);  // training.epochs' steps
+  const StagePartition partition(scenario);
   const torch::Device device = rank_device(scenario.runtime, env);
   Communicator comm(env, layout, scenario.runtime.backend, scenario.runtime.timeout_s, device,
                     scenario.layout.ep, scenario.layout.cp);
@@ -255,7 +257,12 @@ int train_rank(const Scenario& scenario, const sched::Schedule& schedule, const 
     if (replica == 0 && tp_index == 0)
       expert_rows.insert(expert_rows.end(), counted.begin(), counted.end());
     const bool final_step = step + 1 == scenario.training.steps;
-    if (classification && (final_step || (eval_every > 0 && (step + 1) % eval_every == 0)))
+    const bool epoch_done = classification && scenario.training.epochs > 0 &&
+                            ends_epoch(step, classification->train_examples(),
+                                       int64_t{scenario.layout.dp} * layout.microbatches *
+                                           scenario.layout.micro_batch_size);
+    if (classification &&
+        (final_step || epoch_done || (eval_every > 0 && (step + 1) % eval_every == 0)))
       evaluate(scenario, stages, *classification, replica, comm, reporter, options.output_dir,
                step);
     if (classification && final_step && replica == 0) {

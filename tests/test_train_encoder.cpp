@@ -128,6 +128,27 @@ TEST_CASE(
   for (const char* dir : {"-data", "-fp32", "-bf16"}) std::filesystem::remove_all(base + dir);
 }
 
+TEST_CASE("training.epochs trains ceil(epochs x examples / batch) steps, evaluating after each",
+          "[train][encoder]") {
+  const std::string base = "train-encoder-epochs";
+  const std::string part = kjv_part(base + "-data", 64, 32);  // 437 training verses
+  // 2 passes of 437 verses at 32 a step: 28 steps; the first pass ends in step 14 (verses 416 to
+  // 447 of the stream), the second in step 28.
+  train(base, 1, 1, 1, 32, "allreduce", part + " --set training.epochs=2");
+  CHECK(losses(base).size() == 28);
+  std::vector<double> evaluated;
+  for (const std::vector<double>& row : eval_rows(base)) evaluated.push_back(row.at(0));
+  CHECK(evaluated == std::vector<double>{14, 28});
+  // More warm-up steps than the epochs give: exit 2 before any rank starts.
+  const auto r = run_dtwin("train " + kScenario + kData + " -o " + base + "-bad" + part +
+                           " --set training.epochs=1 --set training.warmup_steps=20" +
+                           " --set layout.dp=1 --set layout.micro_batch_size=32" +
+                           " --set cluster.ranks_per_device=1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Catch::Contains("training.warmup_steps: expected at most the 14 steps"));
+  for (const char* dir : {"-data", "", "-bad"}) std::filesystem::remove_all(base + dir);
+}
+
 TEST_CASE(
     "fine-tuning on kjv-books beats the majority class by 15 points and writes a "
     "checkpoint that training starts from",

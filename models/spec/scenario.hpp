@@ -185,6 +185,10 @@ struct TrainingSpec {
   int warmup_steps = 0;  ///< steps of linear learning-rate warm-up from 0 to lr
   LrDecay lr_decay_style = LrDecay::Constant;
   int eval_every = 0;  ///< steps between an encoder's dev-split evaluations; 0 = at the end only
+  /// Passes over an encoder's training split (transformers' num_train_epochs): > 0 makes the
+  /// runtime train ⌈epochs · examples / global batch⌉ steps instead of `steps` and evaluate the
+  /// dev split after each epoch (rt::with_epoch_steps); 0: `steps` counts.
+  int epochs = 0;
 };
 
 /// One point-to-point link class: bandwidth in bytes/s per direction, latency in seconds.

@@ -504,6 +504,12 @@ std::vector<FieldSpec> make_fields() {
                            "F1); 0 = after the last step only",
                            "--eval-interval", "validation.freq"),
                    &S::training, &T::eval_every));
+  f.push_back(bind(integer("training.epochs", false, 0,
+                           "passes over an encoder's training split: the runtime trains "
+                           "ceil(epochs x examples / global batch) steps instead of "
+                           "training.steps and evaluates the dev split after each epoch "
+                           "(transformers' num_train_epochs); 0 = training.steps counts"),
+                   &S::training, &T::epochs));
 
   f.push_back(section("cluster", true,
                       "hardware: nodes · devices_per_node · ranks_per_device = the world size"));

@@ -392,7 +392,11 @@ std::vector<Violation> validate(const Scenario& sc) {
   check_experts(sc.model, sc.layout, out);
   check_sharding(sc.layout, out);
   check_training(sc.training, out);
-  if (sc.training.warmup_steps > sc.training.steps)
+  if (!is_encoder(sc.model.family) && sc.training.epochs > 0)
+    out.push_back({{"training.epochs"},
+                   "0 unless model.family is bert or distilbert (decoders count training.steps)"});
+  // With epochs the runtime sets the steps from the data set, and checks the warm-up there.
+  if (sc.training.epochs == 0 && sc.training.warmup_steps > sc.training.steps)
     out.push_back({{"training.steps", "training.warmup_steps"},
                    fmt::format("at least training.warmup_steps ({})", sc.training.warmup_steps)});
   check_fp8_param_gather(sc, out);

@@ -23,6 +23,7 @@ class ClassificationDataset : public TrainingData {
   /// whose count is not num_labels, or splits with different label names.
   ClassificationDataset(const std::string& dir, int seq_len, int vocab_size, int num_labels);
 
+  std::int64_t train_examples() const { return train_.labels.size(0); }
   std::int64_t dev_examples() const { return dev_.labels.size(0); }
   /// The label names, in label-index order.
   const std::vector<std::string>& labels() const { return labels_; }
