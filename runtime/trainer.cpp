@@ -234,23 +234,24 @@ int train_rank(const Scenario& given, const sched::Schedule& schedule, const Ran
   const int eval_every = scenario.training.eval_every;
   for (int64_t step = first_step; step < scenario.training.steps; ++step) {
     set_learning_rate(stages, learning_rate(scenario.training, step));
+    // The interface is read outside the step's time.
+    const std::optional<InterfaceCounters> wire_before = interface_counters(comm);
     const double start = clock.now();
     const std::int64_t sent_before = ep.bytes_sent->load(), ring_before = cp.bytes_sent->load();
     const WireBytes gradients_before = executor.gradient_wire_bytes();
-    const std::optional<InterfaceCounters> wire_before = interface_counters(comm);
     Executor::StepResult result = executor.run_step(step);
     all_to_all_bytes.push_back(static_cast<double>(ep.bytes_sent->load() - sent_before));
     cp_exchange_bytes.push_back(static_cast<double>(cp.bytes_sent->load() - ring_before));
     events.insert(events.end(), result.events.begin(), result.events.end());
     const double loss = global_loss(comm, result);
+    // Every rank starts a step after the previous one's loss reduction and ends it with this
+    // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
+    const double seconds = clock.now() - start;
+    if (wire_before) wire.push_back(*interface_counters(comm) - *wire_before);
     const WireBytes gradients = executor.gradient_wire_bytes();
     gradient_sent.push_back(static_cast<double>(gradients.sent - gradients_before.sent));
     gradient_received.push_back(
         static_cast<double>(gradients.received - gradients_before.received));
-    if (wire_before) wire.push_back(*interface_counters(comm) - *wire_before);
-    // Every rank starts a step after the previous one's loss reduction and ends it with this
-    // one's: the step's time, whichever rank reports it (a rank's own actions may end earlier).
-    const double seconds = clock.now() - start;
     if (reporter) progress->report(step, loss, seconds);
     peak_imbalance = std::max(peak_imbalance, peak_member_imbalance(stages));
     const std::vector<ExpertCount> counted = finish_expert_counts(stages, comm, step);
