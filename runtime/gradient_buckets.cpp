@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "models/cost/gradient_bucket_sizes.hpp"
+
 namespace dtwin::rt {
 namespace {
 
@@ -18,20 +20,21 @@ struct BucketHook : torch::autograd::PostAccumulateGradHook {
 }  // namespace
 
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> parameters, double bucket_elements) {
+  std::vector<int64_t> numels;
   int64_t end = 0;
-  for (const torch::Tensor& p : parameters) end += p.numel();
-  std::reverse(parameters.begin(), parameters.end());
-  double filled = 0;  // elements in the last bucket
-  for (torch::Tensor& p : parameters) {
-    if (buckets_.empty() || (filled > 0 && filled + p.numel() > bucket_elements)) {
-      buckets_.emplace_back();
-      buckets_.back().end = end;
-      filled = 0;
+  for (const torch::Tensor& p : parameters) {
+    numels.push_back(p.numel());
+    end += p.numel();
+  }
+  auto next = parameters.rbegin();
+  for (const int count : gradient_bucket_sizes(numels, bucket_elements)) {
+    Bucket& bucket = buckets_.emplace_back();
+    bucket.end = end;
+    for (int i = 0; i < count; ++i, ++next) {
+      bucket.parameters.push_back(*next);
+      end -= next->numel();
     }
-    buckets_.back().parameters.push_back(p);
-    filled += p.numel();
-    end -= p.numel();
-    buckets_.back().first = end;
+    bucket.first = end;
   }
 }
 

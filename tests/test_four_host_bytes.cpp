@@ -3,7 +3,6 @@
 // its communicator against the simulator's prediction, and each host's interface counters
 // against both (docs/bytes-on-the-wire.md).
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -92,14 +91,9 @@ TEST_CASE(
     const double predicted = row.at("predicted_sent_bytes"), counted = row.at("counted_sent_bytes");
     predicted_sum += predicted;
     counted_sum += counted;
-    if (!buckets) {
-      CHECK(counted == predicted);
-      CHECK(row.at("counted_received_bytes") == row.at("predicted_received_bytes"));
-    } else {
-      // The runtime's buckets end at parameter boundaries, the simulator's split the buffer
-      // evenly: per rank they differ by the segments' rounding to whole elements.
-      CHECK(std::abs(counted - predicted) <= 1024);
-    }
+    // Buckets too: the simulator buckets an encoder's parameters as the runtime does.
+    CHECK(counted == predicted);
+    CHECK(row.at("counted_received_bytes") == row.at("predicted_received_bytes"));
     // The interface carries the counted bytes, one header per frame and, beside them, the
     // runtime's other messages (Gloo's per-message headers, the start times and the loss, the
     // store's heartbeats), a few hundred bytes per step here.
@@ -113,6 +107,6 @@ TEST_CASE(
       CHECK(others <= 0.005 * gradients + 4096);
     }
   }
-  CHECK(counted_sum == predicted_sum);  // buckets or not: 2(n-1) buffers in all
+  CHECK(counted_sum == predicted_sum);  // 2(n-1) buffers in all
   CHECK_THAT(read_all(folder + "/report.md"), Catch::Contains("interface sent (frames)"));
 }

@@ -4,6 +4,7 @@
 
 #include "models/cost/collective_bytes.hpp"
 #include "models/cost/context_parallel.hpp"
+#include "models/cost/gradient_bucket_sizes.hpp"
 #include "models/cost/memory_budget.hpp"
 #include "models/cost/moe_layer.hpp"
 #include "models/cost/schedule_memory.hpp"
@@ -71,6 +72,37 @@ void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& sch
   }
 }
 
+namespace {
+
+// The elements of each of stage `stage`'s gradient buckets, `elements` in all: an encoder's
+// parameters bucketed as the runtime buckets them (gradient_bucket_sizes); a decoder's split
+// evenly over the simulator's bucket count (its parameter tensors are the runtime's to know);
+// one buffer without overlap_grad_reduce.
+std::vector<int64_t> bucket_elements(const Scenario& scenario, const CostModel& cost, int stage,
+                                     int64_t elements) {
+  if (!scenario.layout.gradient_buckets()) return {elements};
+  if (is_encoder(scenario.model.family)) {
+    const std::vector<int64_t> numels = encoder_parameter_numels(scenario.model);
+    std::vector<int64_t> buckets;
+    auto next = numels.rbegin();
+    for (const int count : gradient_bucket_sizes(numels, cost.bucket_params())) {
+      int64_t sum = 0;
+      for (int i = 0; i < count; ++i) sum += *next++;
+      buckets.push_back(sum);
+    }
+    return buckets;
+  }
+  const auto count = std::max<int64_t>(
+      1, static_cast<int64_t>(
+             std::ceil(cost.stage(stage).params / scenario.layout.tp / cost.bucket_params())));
+  std::vector<int64_t> buckets;
+  for (int64_t k = 0; k < count; ++k)
+    buckets.push_back(elements / count + (k < elements % count ? 1 : 0));
+  return buckets;
+}
+
+}  // namespace
+
 void fill_predicted_dp_bytes(StepSummary& summary, const sched::Schedule& schedule,
                              const Scenario& scenario, const CostModel& cost) {
   const sched::Layout& layout = schedule.layout;
@@ -91,16 +123,8 @@ void fill_predicted_dp_bytes(StepSummary& summary, const sched::Schedule& schedu
         moved += scatter_bytes(elements * element, layout.dp, replica);
         continue;
       }
-      const int64_t buckets =
-          scenario.layout.gradient_buckets()
-              ? std::max<int64_t>(
-                    1, static_cast<int64_t>(std::ceil(cost.stage(stage).params /
-                                                      scenario.layout.tp / cost.bucket_params())))
-              : 1;
-      for (int64_t k = 0; k < buckets; ++k) {
-        const int64_t share = elements / buckets + (k < elements % buckets ? 1 : 0);
-        moved += ring_allreduce_bytes(share * element, element, layout.dp, replica);
-      }
+      for (const int64_t bucket : bucket_elements(scenario, cost, stage, elements))
+        moved += ring_allreduce_bytes(bucket * element, element, layout.dp, replica);
     }
     summary.ranks[rank].dp_sent_bytes = static_cast<double>(moved.sent);
     summary.ranks[rank].dp_received_bytes = static_cast<double>(moved.received);

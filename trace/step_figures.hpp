@@ -49,10 +49,11 @@ void fill_predicted_cp_exchange(StepSummary& summary, const sched::Schedule& sch
 /// rank, its ALLREDUCE's buffer, data_parallel_gradient_bytes (parameter_bytes under
 /// weight-average) / tp, moved as Gloo moves it (models/cost/collective_bytes.hpp): a ring
 /// all-reduce over the dp replicas, or a gather to and a scatter from replica 0
-/// (gather-scatter); with layout.overlap_grad_reduce one ring all-reduce per bucket, the
-/// buffer's elements split evenly over the simulator's bucket count. The runtime's buckets end
-/// at parameter boundaries, so per rank the two may differ by the segments' rounding (a few
-/// elements per bucket); summed over the replicas they are equal. Nothing with dp 1 or under
+/// (gather-scatter); with layout.overlap_grad_reduce one ring all-reduce per bucket: an
+/// encoder's parameters bucketed as the runtime buckets them (gradient_bucket_sizes), a
+/// decoder's buffer split evenly over the simulator's bucket count (the runtime's buckets end at
+/// its parameter tensors, so per rank the two may differ by the segments' rounding, a few
+/// elements per bucket; summed over the replicas they are equal). Nothing with dp 1 or under
 /// ZeRO.
 void fill_predicted_dp_bytes(StepSummary& summary, const sched::Schedule& schedule,
                              const Scenario& scenario, const CostModel& cost);

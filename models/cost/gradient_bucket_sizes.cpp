@@ -1,0 +1,36 @@
+#include "models/cost/gradient_bucket_sizes.hpp"
+
+#include <stdexcept>
+
+namespace dtwin {
+
+std::vector<int> gradient_bucket_sizes(const std::vector<int64_t>& numels, double bucket_elements) {
+  std::vector<int> sizes;
+  double filled = 0;  // elements in the last bucket
+  for (auto it = numels.rbegin(); it != numels.rend(); ++it) {
+    if (sizes.empty() || (filled > 0 && filled + static_cast<double>(*it) > bucket_elements)) {
+      sizes.push_back(0);
+      filled = 0;
+    }
+    ++sizes.back();
+    filled += static_cast<double>(*it);
+  }
+  return sizes;
+}
+
+std::vector<int64_t> encoder_parameter_numels(const ModelSpec& m) {
+  if (!is_encoder(m.family))
+    throw std::invalid_argument("encoder_parameter_numels: model.family is not an encoder");
+  const int64_t d = m.d_model, f = m.ffn_hidden;
+  std::vector<int64_t> numels{int64_t{m.vocab_size} * d, int64_t{m.positions()} * d};
+  if (m.family == ModelFamily::Bert) numels.push_back(2 * d);  // two token types
+  numels.insert(numels.end(), {d, d});
+  for (int layer = 0; layer < m.n_layers; ++layer) {
+    for (int projection = 0; projection < 4; ++projection) numels.insert(numels.end(), {d * d, d});
+    numels.insert(numels.end(), {d, d, f * d, f, d * f, d, d, d});
+  }
+  numels.insert(numels.end(), {d * d, d, int64_t{m.num_labels} * d, int64_t{m.num_labels}});
+  return numels;
+}
+
+}  // namespace dtwin
