@@ -51,8 +51,7 @@ Communicator::Communicator(const RankEnv& env, const sched::Layout& layout, Back
   const GlooBinding bind{env.gloo_interfaces.empty() ? local_address_toward(env.master_addr) : "",
                          env.gloo_interfaces, device.is_cuda()};
   address_ = bind.address;
-  interface_ = env.gloo_interfaces.empty() ? interface_with_address(address_).value_or("")
-                                           : env.gloo_interfaces.front();
+  interface_ = interface_with_address(address_).value_or("");
   try {
     world_ = make_group(backend, store_, "world", env.rank, env.world_size, timeout_s, bind);
     const std::string pipeline = "pipeline/" + std::to_string(replica) + member;

@@ -71,9 +71,9 @@ class Communicator {
     return expert_data_parallel_;
   }
 
-  /// The network interface its groups' sockets use (GLOO_SOCKET_IFNAME's first, or the one
-  /// holding the address that routes to MASTER_ADDR) and that address (empty under
-  /// GLOO_SOCKET_IFNAME); interface is empty when no interface holds it (NCCL over InfiniBand).
+  /// The address of this host that routes to MASTER_ADDR, which its groups' sockets use (empty
+  /// under GLOO_SOCKET_IFNAME), and the interface holding it (rt::interface_with_address: empty
+  /// on the loopback, under GLOO_SOCKET_IFNAME, or when none holds it).
   const std::string& interface() const { return interface_; }
   const std::string& address() const { return address_; }
 

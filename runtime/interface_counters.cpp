@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 #include <fstream>
@@ -15,7 +16,7 @@ std::optional<std::string> interface_with_address(const std::string& address) {
   if (getifaddrs(&list) != 0) return std::nullopt;
   std::optional<std::string> found;
   for (const ifaddrs* i = list; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
+    if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK)) continue;
     const int family = i->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
     char text[INET6_ADDRSTRLEN] = {};

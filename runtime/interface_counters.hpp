@@ -24,7 +24,8 @@ struct InterfaceCounters {
 };
 
 /// The name of the interface of this process's network namespace that holds the IPv4 or IPv6
-/// `address` (getifaddrs); nullopt when none does.
+/// `address` (getifaddrs); nullopt when none does or it is a loopback interface (whose counters
+/// add up every local rank's traffic).
 std::optional<std::string> interface_with_address(const std::string& address);
 
 /// `interface`'s counters from /proc/net/dev, which shows the reading process's network

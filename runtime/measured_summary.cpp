@@ -33,17 +33,15 @@ void end_sends_at_receipt(std::vector<trace::TimedAction>& events, const sched::
   }
 }
 
-// Each rank's host interface traffic (trainer's "wire" figures), where the rank is alone on its
-// interface: not the loopback, and no other rank's address is its own (their traffic would add).
+// Each rank's host interface traffic (trainer's "wire" figures, read on non-loopback interfaces
+// only), where no other rank's address is its own (their traffic would add).
 void set_interface_traffic(trace::StepSummary& summary, const std::vector<nlohmann::json>& wire) {
   std::map<std::string, int> ranks_at;  // address -> ranks with it
   for (const nlohmann::json& w : wire)
     if (w.is_object()) ++ranks_at[w.value("address", "")];
   for (std::size_t rank = 0; rank < wire.size(); ++rank) {
     const nlohmann::json& w = wire[rank];
-    if (!w.is_object() || w.value("interface", "lo") == "lo") continue;
-    const std::string address = w.value("address", "");
-    if (address.empty() || ranks_at[address] > 1) continue;
+    if (!w.is_object() || ranks_at[w.value("address", "")] > 1) continue;
     trace::RankSummary& r = summary.ranks[rank];
     r.interface_sent_bytes = w.value("sent_bytes", 0.0);
     r.interface_received_bytes = w.value("received_bytes", 0.0);
@@ -59,10 +57,10 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
   const int world_size = layout.group_count();
   std::vector<trace::TimedAction> events;
   std::vector<double> peak(world_size, 0), model_states(world_size, 0), all_to_all(world_size, 0),
-      cp_exchange(world_size, 0);
+      cp_exchange(world_size, 0), dp_sent(world_size, 0), dp_received(world_size, 0);
   std::vector<ExpertCount> expert_rows;
-  std::vector<nlohmann::json> gradients(world_size), wire(world_size);  // member 0's
-  double peak_imbalance = 0;  // the largest over the processes
+  std::vector<nlohmann::json> wire(world_size);  // member 0's
+  double peak_imbalance = 0;                     // the largest over the processes
   // A schedule rank's timeline is its first tensor-parallel member's (the members run the
   // same actions together); its memory the largest member's.
   for (int rank = 0; rank < world_size; ++rank) {
@@ -76,8 +74,8 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
       if (member > 0) continue;
       all_to_all[rank] = doc.value("all_to_all_bytes", 0.0);
       cp_exchange[rank] = doc.value("cp_exchange_bytes", 0.0);
-      gradients[rank] = {doc.value("gradient_sent_bytes", 0.0),
-                         doc.value("gradient_received_bytes", 0.0)};
+      dp_sent[rank] = doc.value("gradient_sent_bytes", 0.0);
+      dp_received[rank] = doc.value("gradient_received_bytes", 0.0);
       wire[rank] = doc.value("wire", nlohmann::json());
       const std::vector<ExpertCount> rows = expert_counts_from_json(doc["tokens_per_expert"]);
       expert_rows.insert(expert_rows.end(), rows.begin(), rows.end());
@@ -108,8 +106,8 @@ void write_measured(c10d::Store& store, const Scenario& scenario, const sched::L
     summary.ranks[rank].model_state_bytes = model_states[rank];
     summary.ranks[rank].all_to_all_bytes = all_to_all[rank];
     summary.ranks[rank].cp_exchange_bytes = cp_exchange[rank];
-    summary.ranks[rank].dp_sent_bytes = gradients[rank][0].get<double>();
-    summary.ranks[rank].dp_received_bytes = gradients[rank][1].get<double>();
+    summary.ranks[rank].dp_sent_bytes = dp_sent[rank];
+    summary.ranks[rank].dp_received_bytes = dp_received[rank];
   }
   set_interface_traffic(summary, wire);
   trace::fill_step_figures(summary, scenario, CostModel(scenario));

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/splitmix64.hpp"
+#include "models/cost/gradient_bucket_sizes.hpp"
 #include "models/cost/moe_layer.hpp"
 #include "models/cost/nccl_model.hpp"
 #include "models/cost/rank_sharing.hpp"
@@ -476,13 +477,6 @@ struct InFlight {
   std::map<int, std::vector<sg4::ActorPtr>> gathers;  // stage -> prefetched parameter gathers
 };
 
-// Gradient buckets of stage `stage` per GPU: its params / tp split into buckets of
-// CostModel::bucket_params parameters each.
-int bucket_count(const World& world, int stage) {
-  const double per_gpu = world.cost.stage(stage).params / world.scenario.layout.tp;
-  return std::max(1, static_cast<int>(std::ceil(per_gpu / world.cost.bucket_params())));
-}
-
 // The slowdown of compute that overlapped communication inflicts (device description; 1 without
 // one).
 double overlap_slowdown(const World& world) {
@@ -496,7 +490,7 @@ double overlap_slowdown(const World& world) {
 // shares after the first run while buckets are in flight, stretched by overlap_slowdown.
 double compute_with_buckets(World& world, int rank, const Action& a, const InstanceDraw& draw,
                             int step, InFlight& flight) {
-  const int n = bucket_count(world, a.stage);
+  const int n = even_bucket_count(world.scenario, world.cost, a.stage);
   Action reduction{
       a.stage, world.schedule.layout.zero > 0 ? ActionKind::REDUCE_GRAD : ActionKind::ALLREDUCE};
   auto [group, bytes] = collective_of(world, rank, reduction, step);

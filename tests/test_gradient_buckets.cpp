@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 
+#include "models/cost/encoder_parameters.hpp"
 #include "models/cost/gradient_bucket_sizes.hpp"
 #include "models/nn/bert.hpp"
 #include "models/nn/stage_module.hpp"
@@ -135,21 +136,15 @@ TEST_CASE("the simulator's encoder parameter list and bucket rule are the runtim
   // encoder_parameter_numels (models/cost) against EncoderClassifier's parameters, and
   // gradient_bucket_sizes against GradientBuckets over them: the simulator's DP byte count of
   // gradient buckets relies on both.
-  dtwin::ModelSpec spec;
+  dtwin::ModelSpec spec = dtwin::test::tiny_llama();  // its sizes, as an encoder
   spec.family = GENERATE(dtwin::ModelFamily::Bert, dtwin::ModelFamily::DistilBert);
-  spec.vocab_size = 100;
-  spec.d_model = 16;
-  spec.n_layers = 2;
-  spec.n_heads = 2;
-  spec.ffn_hidden = 24;
-  spec.seq_len = 12;
   spec.max_position_embeddings = 20;
   spec.num_labels = 3;
   dtwin::nn::EncoderClassifier encoder(dtwin::nn::encoder_config(spec), torch::TensorOptions());
   std::vector<int64_t> numels;
   for (const torch::Tensor& p : encoder->parameters()) numels.push_back(p.numel());
   CHECK(dtwin::encoder_parameter_numels(spec) == numels);
-  const double bucket_elements = GENERATE(300.0, 1000.0, 1e9);
+  const double bucket_elements = GENERATE(1000.0, 3000.0, 1e9);
   const dtwin::rt::GradientBuckets buckets(encoder->parameters(), bucket_elements);
   const std::vector<int> sizes = dtwin::gradient_bucket_sizes(numels, bucket_elements);
   REQUIRE(static_cast<int>(sizes.size()) == buckets.bucket_count());

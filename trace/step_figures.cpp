@@ -4,6 +4,7 @@
 
 #include "models/cost/collective_bytes.hpp"
 #include "models/cost/context_parallel.hpp"
+#include "models/cost/encoder_parameters.hpp"
 #include "models/cost/gradient_bucket_sizes.hpp"
 #include "models/cost/memory_budget.hpp"
 #include "models/cost/moe_layer.hpp"
@@ -92,9 +93,7 @@ std::vector<int64_t> bucket_elements(const Scenario& scenario, const CostModel& 
     }
     return buckets;
   }
-  const auto count = std::max<int64_t>(
-      1, static_cast<int64_t>(
-             std::ceil(cost.stage(stage).params / scenario.layout.tp / cost.bucket_params())));
+  const int64_t count = even_bucket_count(scenario, cost, stage);
   std::vector<int64_t> buckets;
   for (int64_t k = 0; k < count; ++k)
     buckets.push_back(elements / count + (k < elements % count ? 1 : 0));

@@ -282,13 +282,15 @@ std::vector<TimedAction> from_chrome_trace(const std::string& text) {
 
 namespace {
 
-// The summary keys of a rank's data-parallel and interface byte figures, each with its field
-// (`Rank`: RankSummary, or const RankSummary to read them).
+// The summary keys of a rank's byte figures that only some runs have (written when > 0, read as 0
+// when absent), each with its field (`Rank`: RankSummary, or const RankSummary to read them).
 template <typename Rank>
-auto wire_fields(Rank& r) {
+auto optional_byte_fields(Rank& r) {
   using Field = decltype(&r.dp_sent_bytes);
-  return std::array<std::pair<const char*, Field>, 6>{
-      {{"dp_sent_bytes", &r.dp_sent_bytes},
+  return std::array<std::pair<const char*, Field>, 8>{
+      {{"all_to_all_bytes", &r.all_to_all_bytes},
+       {"cp_exchange_bytes", &r.cp_exchange_bytes},
+       {"dp_sent_bytes", &r.dp_sent_bytes},
        {"dp_received_bytes", &r.dp_received_bytes},
        {"interface_sent_bytes", &r.interface_sent_bytes},
        {"interface_received_bytes", &r.interface_received_bytes},
@@ -315,9 +317,7 @@ std::string to_summary_json(const StepSummary& summary) {
                      {"peak_memory_bytes", rank.peak_memory_bytes},
                      {"model_state_bytes", rank.model_state_bytes},
                      {"memory_ok", rank.memory_ok}});
-    if (rank.all_to_all_bytes > 0) ranks.back()["all_to_all_bytes"] = rank.all_to_all_bytes;
-    if (rank.cp_exchange_bytes > 0) ranks.back()["cp_exchange_bytes"] = rank.cp_exchange_bytes;
-    for (const auto& [key, value] : wire_fields(rank))
+    for (const auto& [key, value] : optional_byte_fields(rank))
       if (*value > 0) ranks.back()[key] = *value;
   }
   doc["ranks"] = ranks;
@@ -358,9 +358,7 @@ StepSummary from_summary_json(const std::string& text) {
       out.peak_memory_bytes = r.at("peak_memory_bytes").get<double>();
       out.model_state_bytes = r.value("model_state_bytes", 0.0);
       out.memory_ok = r.value("memory_ok", true);
-      out.all_to_all_bytes = r.value("all_to_all_bytes", 0.0);
-      out.cp_exchange_bytes = r.value("cp_exchange_bytes", 0.0);
-      for (const auto& [key, value] : wire_fields(out)) *value = r.value(key, 0.0);
+      for (const auto& [key, value] : optional_byte_fields(out)) *value = r.value(key, 0.0);
     } catch (const std::exception& error) {
       throw UserError("summary ranks[" + std::to_string(i) + "]: " + error.what());
     }

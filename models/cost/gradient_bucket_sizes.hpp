@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/cost/cost_model.hpp"
 #include "models/spec/scenario.hpp"
 
 namespace dtwin {
@@ -17,12 +18,8 @@ namespace dtwin {
 /// parameters; empty for no parameters.
 std::vector<int> gradient_bucket_sizes(const std::vector<int64_t>& numels, double bucket_elements);
 
-/// The element counts of an encoder classifier's parameters (model.family bert or distilbert) in
-/// the registration order of models/nn/bert.hpp's EncoderClassifier: word, position (and
-/// BERT's token-type) embeddings, the embedding LayerNorm's weight and bias; per layer the query,
-/// key, value and attention-output weights and biases, the attention LayerNorm, the feed-forward
-/// in and out weights and biases and its LayerNorm; the pooler (DistilBERT's pre-classifier) and
-/// the classifier, weights then biases. Throws std::invalid_argument for a decoder family.
-std::vector<int64_t> encoder_parameter_numels(const ModelSpec& model);
+/// The simulator's gradient buckets of stage `stage` per GPU, where it does not know the
+/// parameter tensors: ⌈params / tp / CostModel::bucket_params⌉, at least one, each an equal share.
+int even_bucket_count(const Scenario& scenario, const CostModel& cost, int stage);
 
 }  // namespace dtwin
