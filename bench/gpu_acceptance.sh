@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU acceptance of issue 11, on a machine with one NVIDIA H100 or H200 (the device tool's
+# The GPU acceptance of issues 11 and 58, on a machine with one NVIDIA H100 or H200 (the device tool's
 # machines: CUDA 13, PyTorch 2.11, cmake, no package registry). Run from the repository root,
 # logs under $OUT (default out/gpu). Either this machine's build, carried (as on 2026-11-26):
 #
@@ -13,23 +13,27 @@
 #   bash bench/gpu_acceptance.sh build      # configure and build build-gpu/ (about 5 min, 16 cores)
 #
 # then, on the same machine (each stage may be its own call while the machine stays warm; `all`
-# runs unpack, tests, bench and predict in one call, each even when one before failed: about
-# 4 min on an H100, by the stages' times on 2026-11-26):
-#   bash bench/gpu_acceptance.sh tests      # the equivalence and bf16 tests on the GPU
-#   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager
+# runs unpack, tests, bench, predict, fp8 and host in one call, each even when one before
+# failed). Expected device time of `all`: about 8 min on an H100 (4 min by the stages' times on
+# 2026-11-26, plus about 1 min for the fused-kernel bench and 2-3 min for fp8 at ~0.5 s a step of
+# the 1.1B model), plus the machine's start:
+#   bash bench/gpu_acceptance.sh tests      # the equivalence, bf16 and CUDA-kernel tests
+#   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager, composite
+#                                           # and fused kernels (runtime.fused_kernels)
 #   bash bench/gpu_acceptance.sh predict    # dtwin run on the three H100 scenarios
+#   bash bench/gpu_acceptance.sh fp8        # h100-1b in bf16 and fp8: loss and step time
 #   bash bench/gpu_acceptance.sh host       # host µs per operator: CPU and GPU tensors (1 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
-  unpack | build | tests | bench | predict | host) ;;
+  unpack | build | tests | bench | predict | fp8 | host) ;;
   all)
     status=0
-    for stage in unpack tests bench predict host; do bash bench/gpu_acceptance.sh "$stage" || status=1; done
+    for stage in unpack tests bench predict fp8 host; do bash bench/gpu_acceptance.sh "$stage" || status=1; done
     exit "$status"
     ;;
   *)
-    echo "usage: bash bench/gpu_acceptance.sh unpack|build|tests|bench|predict|host|all" >&2
+    echo "usage: bash bench/gpu_acceptance.sh unpack|build|tests|bench|predict|fp8|host|all" >&2
     exit 2
     ;;
 esac
@@ -89,12 +93,21 @@ case "$1" in
       -R "single-rank model|bf16 training" 2>&1) | tee "$out/tests-cuda.log"
     (cd "$build_dir" && ctest -j8 --output-on-failure -R "staged|round-robin|H100|bf16 stage" 2>&1) |
       tee -a "$out/tests-cuda.log"
+    # dtwin's CUDA kernels against their CPU references (hidden from CTest: [.cuda]), and the
+    # fp8 linear layer's CPU cases.
+    "$build_dir/tests/dtwin_torch_tests" "[cuda]" 2>&1 | tee -a "$out/tests-cuda.log"
     ;;
   bench)
     for scenario in h100-single h100-124m; do
       python3 bench/train_vs_pytorch.py "$dtwin" 30 --scenario "scenarios/$scenario.yaml" 2>&1 |
         tee "$out/bench-$scenario.md"
+      python3 bench/train_vs_pytorch.py "$dtwin" 30 --scenario "scenarios/$scenario.yaml" \
+        --set runtime.fused_kernels=true 2>&1 | tee "$out/bench-$scenario-fused.md"
     done
+    ;;
+  fp8)
+    python3 bench/fp8_vs_bf16.py "$dtwin" 50 --scenario scenarios/h100-1b.yaml 2>&1 |
+      tee "$out/fp8.md"
     ;;
   predict)
     python3 bench/predict_vs_measure.py --gpu "$dtwin" 30 2>&1 | tee "$out/predict.md"

@@ -55,8 +55,11 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
        "and a2a are simulated only)"},
       {l.cp == 1 || (l.ep == 1 && !m.moe.enabled()), "layout.cp",
        "1 with model.moe (a mixture of experts under context parallelism is simulated only)"},
-      {t.precision != Precision::Fp8, "training.precision",
-       "fp32 or bf16 (fp8 GEMMs are simulated only)"},
+      {t.precision != Precision::Fp8 || t.fp8_recipe == Fp8Recipe::Delayed ||
+           t.fp8_recipe == Fp8Recipe::Tensorwise,
+       "training.fp8_recipe",
+       "delayed or tensorwise (the runtime scales fp8 operands per tensor; blockwise and mxfp8 "
+       "are simulated only)"},
       {!t.fp8_param_gather, "training.fp8_param_gather",
        "false (fp8 parameter gathers are simulated only)"},
       {t.grad_precision == Precision::Fp32, "training.grad_precision",

@@ -373,15 +373,17 @@ TEST_CASE("simulate costs a mixture of experts") {
   CHECK(std::filesystem::exists("simulate-moe/predicted.summary.json"));
 }
 
-TEST_CASE("train, run and profile refuse training.precision fp8 (simulated only), with exit 2") {
+TEST_CASE("train, run and profile refuse fp8 with block scaling (simulated only), with exit 2") {
   const std::string h100 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/h100-single.yaml";
-  for (const char* command : {"train ", "run ", "profile "}) {
-    const Result result = run_dtwin(command + h100 + " --set training.precision=fp8");
-    INFO(command << "\n" << result.output);
-    CHECK(result.exit_code == 2);
-    CHECK_THAT(result.output, Catch::Contains("training.precision") &&
-                                  Catch::Contains("fp8 GEMMs are simulated only"));
-  }
+  for (const char* command : {"train ", "run ", "profile "})
+    for (const char* recipe : {"blockwise", "mxfp8"}) {
+      const Result result = run_dtwin(command + h100 + " --set training.precision=fp8" +
+                                      " --set training.fp8_recipe=" + recipe);
+      INFO(command << recipe << "\n" << result.output);
+      CHECK(result.exit_code == 2);
+      CHECK_THAT(result.output, Catch::Contains("training.fp8_recipe") &&
+                                    Catch::Contains("blockwise and mxfp8 are simulated only"));
+    }
 }
 
 TEST_CASE("train refuses hybrid sharding (layout.dp_shard, simulated only), with exit 2") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "models/nn/fused_ops.hpp"
 #include "models/nn/recompute.hpp"
 
 namespace dtwin::nn {
@@ -26,6 +27,7 @@ RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOption
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  if (fused) return fused_rms_norm(x, weight, eps_);
   const torch::Tensor xf = x.to(torch::kFloat32);
   const torch::Tensor normed = xf * torch::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps_);
   return normed.to(x.scalar_type()) * weight.to(x.scalar_type());
@@ -99,12 +101,16 @@ AttentionImpl::AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::in
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
   const std::int64_t b = x.size(0), s = x.size(1);
-  auto heads = [&](const torch::Tensor& t) {  // [b, s, n·hd] -> [b, n, s, hd]
-    return t.view({b, s, -1, head_dim_}).transpose(1, 2);
+  auto heads = [&](const torch::Tensor& t) {  // [b, s, n·hd] -> [b, s, n, hd]
+    return t.view({b, s, -1, head_dim_});
   };
-  const torch::Tensor q = apply_rotary(heads(wq(x)), cos, sin);
-  const torch::Tensor k = apply_rotary(heads(wk(x)), cos, sin);
-  const torch::Tensor v = heads(wv(x));
+  auto rotated = [&](const torch::Tensor& t) {  // [b, s, n, hd] -> [b, n, s, hd]
+    return fused_rotary ? nn::fused_rotary(t, cos, sin).transpose(1, 2)
+                        : apply_rotary(t.transpose(1, 2), cos, sin);
+  };
+  const torch::Tensor q = rotated(heads(wq(x)));
+  const torch::Tensor k = rotated(heads(wk(x)));
+  const torch::Tensor v = heads(wv(x)).transpose(1, 2);
   const dtwin::Attention core = core_;
   const ContextParallelGroup cp = cp_;
   const RecomputedBody attention = [core, cp](const std::vector<torch::Tensor>& in) {
@@ -126,6 +132,7 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  if (fused) return w2(fused_swiglu(w1(x), w3(x)));
   return w2(torch::silu(w1(x)) * w3(x));
 }
 

@@ -34,7 +34,8 @@ class TokenEmbeddingImpl : public torch::nn::Module {
 TORCH_MODULE(TokenEmbedding);
 
 /// RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x², last dim) + eps) · weight, one parameter
-/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype, as is the weight.
+/// "weight" [d]. The normalisation runs in fp32 and is cast back to x's dtype, as is the weight;
+/// `fused`: ATen's fused kernel (fused_rms_norm), which applies the weight before the cast.
 class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(std::int64_t dim, double eps, const torch::TensorOptions& options);
@@ -42,6 +43,7 @@ class RMSNormImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight;
+  bool fused = false;
 
  private:
   double eps_;
@@ -85,6 +87,7 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
 /// sum (the caller reduces it, leave_parallel_region). With a context-parallel group `cp` of
 /// size > 1 the core is ring_attention over the group (x then holds the member's tokens,
 /// context_parallel_positions, and cos, sin their rows), by the fused kernel on the CPU.
+/// `fused_rotary`: the rotary embeddings by one kernel per pass (fused_rotary).
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(std::int64_t d_model, std::int64_t n_heads, std::int64_t n_kv_heads,
@@ -95,6 +98,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
   SplitLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+  bool fused_rotary = false;
 
  private:
   std::int64_t local_heads_, local_kv_heads_, head_dim_;
@@ -107,7 +111,7 @@ TORCH_MODULE(Attention);
 /// The SwiGLU feed-forward (Shazeer 2020): w2(silu(w1 x) · w3 x); w1 (gate) and w3 (up) [f, d],
 /// w2 (down) [d, f], all SplitLinear without bias. A tensor-parallel member passes f/t as
 /// ffn_hidden: w1 and w3 are then its column-parallel shards, w2 its row-parallel one, and the
-/// output its partial sum.
+/// output its partial sum. `fused`: silu(·)·(·) by one kernel per pass (fused_swiglu).
 class FeedForwardImpl : public torch::nn::Module {
  public:
   FeedForwardImpl(std::int64_t d_model, std::int64_t ffn_hidden,
@@ -116,6 +120,7 @@ class FeedForwardImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   SplitLinear w1{nullptr}, w2{nullptr}, w3{nullptr};
+  bool fused = false;
 };
 TORCH_MODULE(FeedForward);
 

@@ -3,17 +3,10 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "models/nn/fp8_linear.hpp"
+
 namespace dtwin::nn {
 namespace {
-
-/// grad_output [..., out], input [..., in] -> [out, in] in `dtype` (computed in grad_output's).
-torch::Tensor weight_gradient(const torch::Tensor& input, const torch::Tensor& grad_output,
-                              torch::ScalarType dtype) {
-  return grad_output.reshape({-1, grad_output.size(-1)})
-      .t()
-      .mm(input.reshape({-1, input.size(-1)}).to(grad_output.scalar_type()))
-      .to(dtype);
-}
 
 struct LinearFunction : public torch::autograd::Function<LinearFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
@@ -45,24 +38,6 @@ struct LinearFunction : public torch::autograd::Function<LinearFunction> {
 
 }  // namespace
 
-void WeightGradStash::record(torch::Tensor input, torch::Tensor grad_output, torch::Tensor weight) {
-  entries_.push_back({std::move(input), std::move(grad_output), std::move(weight)});
-}
-
-void WeightGradStash::apply() {
-  torch::NoGradGuard no_grad;
-  for (Entry& entry : entries_) {
-    torch::Tensor gradient =
-        weight_gradient(entry.input, entry.grad_output, entry.weight.scalar_type());
-    torch::Tensor& grad = entry.weight.mutable_grad();
-    if (grad.defined())
-      grad.add_(gradient);
-    else
-      grad = gradient;
-  }
-  entries_.clear();
-}
-
 torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weight,
                            StashSlot& slot) {
   return LinearFunction::apply(input, weight, &slot);
@@ -74,6 +49,7 @@ SplitLinearImpl::SplitLinearImpl(std::int64_t in_features, std::int64_t out_feat
 }
 
 torch::Tensor SplitLinearImpl::forward(const torch::Tensor& input) {
+  if (fp8) return fp8_linear(input, weight, *fp8, *slot);
   return split_linear(input, weight, *slot);
 }
 

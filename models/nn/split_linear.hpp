@@ -28,57 +28,14 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
+
+#include "models/nn/weight_grad_stash.hpp"
 
 namespace dtwin::nn {
 
-/// The deferred weight gradients of one I (input-gradient) pass, applied later by W.
-class WeightGradStash {
- public:
-  /// Records one deferred weight gradient dW = grad_outputᵀ · input of y = input · weightᵀ.
-  /// input [..., in], grad_output [..., out] (same leading dims), weight [out, in], a leaf.
-  void record(torch::Tensor input, torch::Tensor grad_output, torch::Tensor weight);
-  /// Computes every recorded dW [out, in] = grad_output[N, out]ᵀ · input[N, in] over the flattened
-  /// leading dims N, accumulates it into weight.mutable_grad() (setting it when undefined), under
-  /// no-grad, in recording order; then clears the stash.
-  void apply();
-  /// Drops the recorded entries without applying them.
-  void clear() { entries_.clear(); }
-  bool empty() const { return entries_.empty(); }
-  /// Number of recorded (deferred) weight gradients.
-  std::size_t size() const { return entries_.size(); }
-
- private:
-  struct Entry {
-    torch::Tensor input, grad_output, weight;
-  };
-  std::vector<Entry> entries_;
-};
-
-/// Where the backward of the split linear layers that share it finds the active stash (nullptr:
-/// none, full backward). Set it with StashGuard around a backward() call.
-struct StashSlot {
-  WeightGradStash* active = nullptr;
-};
-
-/// RAII: makes `stash` (may be nullptr) `slot`'s active stash for its lifetime, then restores the
-/// previous one.
-class StashGuard {
- public:
-  StashGuard(StashSlot& slot, WeightGradStash* stash) : slot_(slot), previous_(slot.active) {
-    slot.active = stash;
-  }
-  ~StashGuard() { slot_.active = previous_; }
-  StashGuard(const StashGuard&) = delete;
-  StashGuard& operator=(const StashGuard&) = delete;
-
- private:
-  StashSlot& slot_;
-  WeightGradStash* previous_;
-};
+struct Fp8Scaling;
 
 /// y [..., out] = input [..., in] · weightᵀ (weight [out, in]) in input's dtype, through a custom
 /// autograd function whose backward returns grad_input = grad_y · weight and, unless `slot` (which
@@ -90,7 +47,8 @@ torch::Tensor split_linear(const torch::Tensor& input, const torch::Tensor& weig
 /// A bias-free linear layer with one parameter "weight" [out_features, in_features], created
 /// uninitialised (see init_parameters in models/nn/param_init.hpp) with `options` (device, dtype),
 /// computing in its input's dtype. `slot` starts as the layer's own; StageModule points all of
-/// its layers at one.
+/// its layers at one. With `fp8` set (StageModule::use_fp8) it multiplies in fp8 GEMMs with a
+/// bf16 result instead (fp8_linear, models/nn/fp8_linear.hpp).
 class SplitLinearImpl : public torch::nn::Module {
  public:
   SplitLinearImpl(std::int64_t in_features, std::int64_t out_features,
@@ -100,6 +58,7 @@ class SplitLinearImpl : public torch::nn::Module {
 
   torch::Tensor weight;
   std::shared_ptr<StashSlot> slot = std::make_shared<StashSlot>();
+  std::shared_ptr<Fp8Scaling> fp8;
 };
 TORCH_MODULE(SplitLinear);
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/nn/fp8_linear.hpp"
+#include "models/nn/fused_ops.hpp"
 #include "models/nn/param_init.hpp"
 #include "models/nn/recompute.hpp"
 #include "models/nn/tensor_parallel.hpp"
@@ -146,7 +148,31 @@ StageModule::StageModule(const Scenario& scenario, const StageLayers& stage, tor
     : StageModule(scenario.model, stage.first_layer, stage.num_layers, stage.has_embedding,
                   stage.has_head, scenario.training.seed, device, dtype, scenario.layout.recompute,
                   std::move(tp), dtype_of(scenario.training.precision), std::move(ep),
-                  std::move(cp)) {}
+                  std::move(cp)) {
+  if (scenario.training.precision == Precision::Fp8)
+    use_fp8(scenario.training.fp8_recipe, scenario.training.fp8_amax_history_len);
+  if (scenario.runtime.fused_kernels && !encoder_) use_fused_kernels();
+}
+
+void StageModule::use_fused_kernels() {
+  if (encoder_)
+    throw std::invalid_argument("StageModule::use_fused_kernels: the fused kernels are a LLaMA's");
+  for (const auto& module : modules(/*include_self=*/false)) {
+    if (auto* norm = module->as<RMSNormImpl>()) norm->fused = true;
+    if (auto* attention = module->as<AttentionImpl>()) attention->fused_rotary = true;
+    if (auto* feed_forward = module->as<FeedForwardImpl>()) feed_forward->fused = true;
+  }
+  fused_head_ = has_head_ && tp_.size == 1;
+}
+
+void StageModule::use_fp8(Fp8Recipe recipe, std::int64_t amax_history_len) {
+  if (encoder_)
+    throw std::invalid_argument("StageModule::use_fp8: encoders compute in fp8 nowhere");
+  for (DecoderLayer& layer : layers_)
+    for (const auto& module : layer->modules(/*include_self=*/false))
+      if (auto* linear = module->as<SplitLinearImpl>())
+        linear->fp8 = std::make_shared<Fp8Scaling>(recipe, amax_history_len);
+}
 
 std::vector<torch::Tensor> StageModule::expert_parameters(bool experts) const {
   std::vector<torch::Tensor> out;
@@ -219,6 +245,9 @@ torch::Tensor StageModule::forward(const torch::Tensor& input, const torch::Tens
       targets.defined() && targets.scalar_type() == torch::kLong &&
           targets.sizes() == x.sizes().slice(0, 2),
       "StageModule: a stage with the head needs int64 targets [b, s] = ", x.sizes().slice(0, 2));
+  if (fused_head_)
+    return fused_linear_cross_entropy(x.reshape({-1, x.size(-1)}), head_->weight,
+                                      targets.reshape({-1}));
   const torch::Tensor logits = head_(x).to(torch::kFloat32);  // [b, s, V/t]
   const torch::Tensor rows = logits.reshape({-1, logits.size(-1)});
   if (tp_.size > 1) return vocab_parallel_cross_entropy(rows, targets.reshape({-1}), tp_);

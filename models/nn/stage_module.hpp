@@ -52,9 +52,10 @@
 
 namespace dtwin::nn {
 
-/// The torch dtype of `precision`: kBFloat16 for bf16, kFloat32 for fp32.
+/// The torch dtype activations are stored in at `precision`: kBFloat16 for bf16 and fp8 (whose
+/// fp8 is the operand type of the layers' GEMMs), kFloat32 for fp32.
 inline torch::ScalarType dtype_of(Precision precision) {
-  return precision == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
+  return storage_precision(precision) == Precision::Bf16 ? torch::kBFloat16 : torch::kFloat32;
 }
 
 class StageModule : public torch::nn::Module {
@@ -89,12 +90,26 @@ class StageModule : public torch::nn::Module {
               ExpertParallelGroup ep = {}, ContextParallelGroup cp = {});
   /// The stage `stage` of the scenario's StagePartition: scenario.model,
   /// scenario.training.seed and scenario.layout.recompute, computing at
-  /// scenario.training.precision, as member `tp` of its tensor-parallel group. The device and
+  /// scenario.training.precision (fp8: use_fp8 with its recipe and amax history), with
+  /// use_fused_kernels under scenario.runtime.fused_kernels, as member
+  /// `tp` of its tensor-parallel group. The device and
   /// the parameters' dtype are the caller's choice (runtime.device is not read here).
   StageModule(const Scenario& scenario, const StageLayers& stage,
               torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kFloat32,
               TensorParallelGroup tp = {}, ExpertParallelGroup ep = {},
               ContextParallelGroup cp = {});
+
+  /// Makes every split linear layer of the stage's decoder layers (attention and feed-forward;
+  /// not the LM head, as in Transformer Engine's recipes) multiply in fp8, each with its own
+  /// scaling state (fp8_linear). Throws std::invalid_argument for an encoder or for a recipe
+  /// other than delayed or tensorwise (Fp8Scaling).
+  void use_fp8(Fp8Recipe recipe, std::int64_t amax_history_len);
+  /// Makes the stage's RMSNorms, rotary embeddings and SwiGLU products fused kernels and, on a
+  /// stage with the head and without tensor parallelism, its head and cross-entropy one
+  /// fused_linear_cross_entropy, whose weight gradient no stash defers (models/nn/fused_ops.hpp).
+  /// The values are those of the composite operators up to rounding. Throws
+  /// std::invalid_argument for an encoder.
+  void use_fused_kernels();
 
   /// The stage's forward. An encoder (bert, distilbert; the whole model in one stage) takes the
   /// classification inputs [b, 3, s] (ids, token types, attention mask; runtime/data/
@@ -154,6 +169,7 @@ class StageModule : public torch::nn::Module {
   int num_layers_;
   bool has_embedding_;
   bool has_head_;
+  bool fused_head_ = false;  ///< head and cross-entropy by fused_linear_cross_entropy
   Recompute recompute_;
   TensorParallelGroup tp_;
   ExpertParallelGroup ep_;

@@ -175,6 +175,9 @@ struct TrainingSpec {
   /// DeepSpeed, NeMo's grad_sync_dtype: bf16).
   Precision grad_precision = Precision::Fp32;
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< scaling of the fp8 GEMM operands (precision fp8)
+  /// Past amaxes per fp8 operand whose largest sets its scale under the delayed recipe
+  /// (Megatron-LM's --fp8-amax-history-len, with --fp8-amax-compute-algo max; its default 1).
+  int fp8_amax_history_len = 1;
   /// ZeRO's parameter all-gathers move the layers' linear weights in fp8 (precision fp8, zero >
   /// 0): Megatron-Core's --fp8-param-gather, torchtitan's float8.enable_fsdp_float8_all_gather.
   bool fp8_param_gather = false;
@@ -228,6 +231,8 @@ struct RuntimeSpec {
   RuntimeDevice device = RuntimeDevice::Cpu;
   double timeout_s = 60;  ///< seconds a rank waits for a peer before giving up
   int threads = 0;  ///< intra-op threads per rank; 0 = the rank's share of the machine's cores
+  /// A LLaMA's memory-bound steps as fused kernels (StageModule::use_fused_kernels).
+  bool fused_kernels = false;
 };
 
 struct Scenario {

@@ -475,6 +475,11 @@ std::vector<FieldSpec> make_fields() {
                                "(current), blockwise (1x128/128x128), mxfp8",
                                "--fp8-recipe", "float8.recipe_name"),
                         kFp8RecipeNames, &S::training, &T::fp8_recipe));
+  f.push_back(bind(integer("training.fp8_amax_history_len", false, 1,
+                           "past amaxes per fp8 GEMM operand whose largest sets its scale under "
+                           "fp8_recipe delayed (1: the previous call's)",
+                           "--fp8-amax-history-len", ""),
+                   &S::training, &T::fp8_amax_history_len));
   f.push_back(bind(flag("training.fp8_param_gather",
                         "ZeRO parameter all-gathers move the layers' linear weights in fp8 "
                         "(1 byte and its scale); needs precision fp8 and zero > 0",
@@ -578,6 +583,11 @@ std::vector<FieldSpec> make_fields() {
   f.push_back(bind(integer("runtime.threads", false, 0,
                            "intra-op threads per rank; 0 = the rank's share of the cores"),
                    &S::runtime, &R::threads));
+  f.push_back(bind(flag("runtime.fused_kernels",
+                        "a LLaMA's RMSNorm, rotary embeddings, SwiGLU and LM-head cross-entropy "
+                        "each one kernel per pass (ATen's fused RMSNorm, dtwin's CUDA kernels)",
+                        "--apply-rope-fusion --bias-swiglu-fusion --cross-entropy-loss-fusion"),
+                   &S::runtime, &R::fused_kernels));
   return f;
 }
 

@@ -385,6 +385,9 @@ std::vector<Violation> validate(const Scenario& sc) {
   if (!is_encoder(sc.model.family) && sc.training.dataset != TrainingSpec{}.dataset)
     out.push_back({{"training.dataset"},
                    "absent unless model.family is bert or distilbert (decoders read the corpus)"});
+  if (is_encoder(sc.model.family) && sc.runtime.fused_kernels)
+    out.push_back({{"runtime.fused_kernels"},
+                   "false for bert and distilbert (the fused kernels are a LLaMA's)"});
   check_global_batch(sc.layout, out);
   check_pipeline(sc.model, sc.layout, out);
   check_tensor_parallel(sc.model, sc.layout, out);
