@@ -114,5 +114,22 @@ case "$1" in
     for scenario in h100-single h100-124m h100-pp4-shared; do
       cp "out/bench-gpu/$scenario/report.md" "$out/report-$scenario.md" || true
     done
+    # The launch-bound model from the profile: the analytic simulation with the device
+    # description the profile fitted (its GEMM efficiency and host seconds per operator,
+    # *.device.yaml beside the profile) against the measured step.
+    for scenario in h100-single h100-124m; do
+      fitted="$(find "out/bench-gpu/$scenario" -name '*.device.yaml' | head -1)"
+      [ -n "$fitted" ] || { echo "$scenario: no fitted device description" | tee -a "$out/predict.md"; continue; }
+      "$dtwin" simulate "scenarios/$scenario.yaml" --set "cluster.device.model=$PWD/$fitted" \
+        -o "$out/analytic-$scenario" > /dev/null
+      python3 - "$out/analytic-$scenario/predicted.summary.json" "out/bench-gpu/$scenario/compare.json" \
+        "$scenario" <<'PY' | tee -a "$out/predict.md"
+import json, sys
+predicted = json.load(open(sys.argv[1]))["step_time_s"]
+measured = json.load(open(sys.argv[2]))["step_time"]["measured_s"]
+print(f"{sys.argv[3]}: analytic with the fitted description {predicted * 1e3:.1f} ms, "
+      f"measured {measured * 1e3:.1f} ms, error {predicted / measured - 1:+.1%}")
+PY
+    done
     ;;
 esac

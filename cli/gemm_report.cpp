@@ -24,17 +24,28 @@ std::string report_gemms(const Scenario& scenario, const Profile& profile,
   DeviceDescription fitted = *device.description;
   const Precision precision = scenario.training.precision;
   fitted.gemm_efficiency = fitted_gemm_efficiency(fitted, profile.gemms, precision);
+  std::string host;
+  if (profile.host_op_seconds > 0) {
+    host = fmt::format(
+        ", host_op_overhead {:.3g} s and host_op_overhead_no_grad {:.3g} s "
+        "measured (were {:.3g} s and {:.3g} s)",
+        profile.host_op_seconds, profile.host_op_seconds_no_grad, fitted.host_op_overhead,
+        fitted.host_op_overhead_no_grad);
+    fitted.host_op_overhead = profile.host_op_seconds;
+    fitted.host_op_overhead_no_grad = profile.host_op_seconds_no_grad;
+  }
   std::filesystem::path path = profile_path;
   path.replace_extension(".device.yaml");
   save_device_description(
       fitted, path.string(),
       fmt::format("{} with gemm_efficiency fitted by `dtwin profile` of {} to the seconds of its "
-                  "{} GEMMs at {}\n(was {}): name it as cluster.device.model to simulate other "
+                  "{} GEMMs at {}\n(was {}){}: name it as cluster.device.model to simulate other "
                   "layouts of this machine.",
                   device.description->source, scenario.source, profile.gemms.size(),
-                  kPrecisionNames.name(precision), device.description->gemm_efficiency));
-  std::printf("gemm_efficiency fitted to them: %.4g (the device description's: %.4g); wrote %s\n",
-              fitted.gemm_efficiency, device.description->gemm_efficiency, path.c_str());
+                  kPrecisionNames.name(precision), device.description->gemm_efficiency, host));
+  std::printf("gemm_efficiency fitted to them: %.4g (the device description's: %.4g)%s; wrote %s\n",
+              fitted.gemm_efficiency, device.description->gemm_efficiency, host.c_str(),
+              path.c_str());
   return path.string();
 }
 

@@ -225,6 +225,11 @@ TEST_CASE(
   }
   if (fitted.gemm_efficiency < 1) CHECK(predicted == Approx(measured).epsilon(1e-6));
   CHECK(fitted.gemm_efficiency != dtwin::load_device_description("h100-sxm", "").gemm_efficiency);
+  // And the host seconds per dispatched operator measured here replace the description's.
+  CHECK(profile.host_op_seconds > 0);
+  CHECK(profile.host_op_seconds_no_grad > 0);
+  CHECK(fitted.host_op_overhead == Approx(profile.host_op_seconds).epsilon(1e-9));
+  CHECK(fitted.host_op_overhead_no_grad == Approx(profile.host_op_seconds_no_grad).epsilon(1e-9));
 }
 
 TEST_CASE(

@@ -144,6 +144,8 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
   p.wake_delay = {1.1e-4, 1e-4, 1.0 / 700};
   p.late_receive = {3.3e-4, 1.0 / 900};
   p.gemms = {{"qkv", 256, 864, 288, 1.0 / 3000}, {"lm_head \"wgrad\"", 288, 32000, 256, 2e-3}};
+  p.host_op_seconds = 1.0 / 170000;
+  p.host_op_seconds_no_grad = 1.0 / 310000;
 
   const std::string path = temp_path("roundtrip");
   save_profile(p, path);
@@ -179,7 +181,9 @@ TEST_CASE("save then load gives the same profile back", "[profile]") {
         [](Profile& q) { q.late_receive.pop_back(); },
         [](Profile& q) { q.allgather.pop_back(); },
         [](Profile& q) { q.reduce_scatter.clear(); },
-        [](Profile& q) { q.gemms[1].k = 128; }};
+        [](Profile& q) { q.gemms[1].k = 128; },
+        [](Profile& q) { q.host_op_seconds *= 2; },
+        [](Profile& q) { q.host_op_seconds_no_grad = 0; }};
     for (size_t i = 0; i < changes.size(); ++i) {
       CAPTURE(i);
       Profile q = back;
@@ -227,6 +231,11 @@ TEST_CASE("bad profiles are rejected with file:line:col and key", "[profile]") {
       CHECK(starts_with(msg, path + ":4:"));
       CHECK(contains(msg, expected));
     }
+  }
+  SECTION("a host seconds per operator of zero") {
+    const auto [path, msg] = error_of("host_op_zero", kGood + "host_op: {grad: 0, no_grad: 3us}\n");
+    CHECK(starts_with(msg, path + ":11:"));
+    CHECK(contains(msg, "host_op.grad: expected a latency > 0, got '0'"));
   }
   SECTION("a GEMM of no rows") {
     const auto [path, msg] =

@@ -247,7 +247,8 @@ bool Profile::operator==(const Profile& other) const {
          allreduce_across_hosts == other.allreduce_across_hosts &&
          concurrency == other.concurrency && concurrency_variation == other.concurrency_variation &&
          wake_delay == other.wake_delay && late_receive == other.late_receive &&
-         gemms == other.gemms;
+         gemms == other.gemms && host_op_seconds == other.host_op_seconds &&
+         host_op_seconds_no_grad == other.host_op_seconds_no_grad;
 }
 
 Profile load_profile(const std::string& path) {
@@ -256,7 +257,7 @@ Profile load_profile(const std::string& path) {
   const Section root(origin, Field{doc, "", doc.Mark()},
                      {"machine", "threads", "concurrency", "concurrency_variation", "wake_delay",
                       "late_receive", "stages", "members_concurrency", "processes_sharing_cores",
-                      "p2p", "inter_host", "allreduce", "gemms"});
+                      "p2p", "inter_host", "allreduce", "gemms", "host_op"});
   Profile p;
   p.source = path;
   root.text("machine", true, p.machine);
@@ -290,6 +291,10 @@ Profile load_profile(const std::string& path) {
   }
   read_allreduce(origin, root, p);
   read_gemms(origin, root, p.gemms);
+  if (const auto host = root.optional_section("host_op", {"grad", "no_grad"})) {
+    p.host_op_seconds = host->quantity("grad", Quantity::Latency, true);
+    p.host_op_seconds_no_grad = host->quantity("no_grad", Quantity::Latency, true);
+  }
   return p;
 }
 
@@ -350,6 +355,12 @@ void save_profile(const Profile& profile, const std::string& path) {
   if (!profile.allgather.empty()) write_points(out, "allgather", profile.allgather);
   if (!profile.reduce_scatter.empty()) write_points(out, "reduce_scatter", profile.reduce_scatter);
   out << YAML::EndMap;
+  if (profile.host_op_seconds > 0) {
+    out << YAML::Key << "host_op" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "grad" << YAML::Value << number(profile.host_op_seconds);
+    out << YAML::Key << "no_grad" << YAML::Value << number(profile.host_op_seconds_no_grad);
+    out << YAML::EndMap;
+  }
   if (!profile.gemms.empty()) {
     out << YAML::Key << "gemms" << YAML::Value << YAML::BeginSeq;
     for (const GemmPoint& g : profile.gemms) {

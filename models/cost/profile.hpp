@@ -30,6 +30,8 @@
 //   inter_host: {latency: 200us, bandwidth: 12.5MB/s}   # optional: measured between hosts
 //                                  # optional in inter_host: queue_delay: 4ms, the wait of a
 //                                  # small message behind a pipeline message sent just before it
+//   host_op: {grad: 6us, no_grad: 4us}   # optional: host seconds per dispatched operator,
+//                                  # with and without autograd recording (HostOpSeconds)
 //   gemms:                         # optional: GEMMs at the model's shapes, one per pass and
 //     - {name: "qkv", m: 256, n: 864, k: 288, seconds: 2.1ms}   # operator
 //     (models/cost/gemm_fit.hpp)
@@ -172,6 +174,12 @@ struct Profile {
   double inter_host_queue_delay = 0;
   std::vector<AllReducePoint> allreduce;  ///< strictly increasing bytes
   std::vector<GemmPoint> gemms;           ///< empty when not measured
+  /// Host seconds the runtime's thread spends dispatching one operator to the rank's device
+  /// (LibTorch's C++ dispatcher, a kernel launch on a GPU), with autograd recording it and
+  /// without: the device description's host_op_overhead and host_op_overhead_no_grad for this
+  /// machine (the host-bound model, models/cost/layer_host_stall.hpp). 0: not measured.
+  double host_op_seconds = 0;
+  double host_op_seconds_no_grad = 0;
   /// ZeRO's collectives over the same group, bytes = the whole (unsharded) size: the parameter
   /// all-gather and the gradient reduce-scatter; empty when not measured.
   std::vector<AllReducePoint> allgather, reduce_scatter;

@@ -6,6 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#if DTWIN_HAVE_CUDA
+#include <c10/cuda/CUDAStream.h>
+
+#include "models/nn/kernels/fused_kernels.hpp"
+#endif
+
 namespace dtwin::nn {
 namespace {
 
@@ -96,17 +102,42 @@ std::pair<torch::Tensor, torch::Tensor> quantize_fp8(const torch::Tensor& x,
                                                      std::int64_t history_len) {
   torch::NoGradGuard no_grad;
   const double fmax = largest_finite(format);
-  const torch::Tensor amax = x.abs().max().to(torch::kFloat32);
-  torch::Tensor basis = amax;
-  if (recipe == Fp8Recipe::Delayed) {
-    if (!scaling.history.defined()) scaling.history = torch::zeros({history_len}, amax.options());
-    const torch::Tensor past = scaling.history.max();
-    basis = torch::where(past > 0, past, amax);
+  const auto fp32 = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
+  const bool delayed = recipe == Fp8Recipe::Delayed;
+  if (delayed && !scaling.history.defined()) scaling.history = torch::zeros({history_len}, fp32);
+  const bool from_history = delayed && scaling.calls > 0;
+  const auto scale_for = [&](const torch::Tensor& amax) {
+    return torch::where(amax > 0, fmax / amax, torch::ones_like(amax));
+  };
+  torch::Tensor q, scale, amax;
+  if (x.is_cuda()) {
+#if DTWIN_HAVE_CUDA
+    // One pass with the history's scale (delayed), else a pass for the amax and one to cast.
+    const torch::Tensor in = x.contiguous();
+    TORCH_CHECK(in.scalar_type() == torch::kFloat32 || in.scalar_type() == torch::kBFloat16,
+                "quantize_fp8: fp32 or bf16, got ", in.scalar_type());
+    const bool bf16 = in.scalar_type() == torch::kBFloat16, e5m2 = format == torch::kFloat8_e5m2;
+    void* stream = c10::cuda::getCurrentCUDAStream().stream();
+    amax = torch::zeros({}, fp32);
+    q = torch::empty(in.sizes(), in.options().dtype(format));
+    if (!from_history)
+      kernels::quantize_fp8(in.data_ptr(), in.numel(), bf16, nullptr, e5m2, nullptr,
+                            amax.data_ptr<float>(), stream);
+    scale = scale_for(from_history ? scaling.history.max() : amax);
+    kernels::quantize_fp8(in.data_ptr(), in.numel(), bf16, scale.data_ptr<float>(), e5m2,
+                          q.data_ptr(), from_history ? amax.data_ptr<float>() : nullptr, stream);
+#else
+    TORCH_CHECK(false, "quantize_fp8: this build has no CUDA code (DTWIN_CUDA=OFF)");
+#endif
+  } else {
+    amax = x.abs().max().to(torch::kFloat32);
+    scale = scale_for(from_history ? scaling.history.max() : amax);
+    q = (x.to(torch::kFloat32) * scale).clamp(-fmax, fmax).to(format);
+  }
+  if (delayed)
     scaling.history =
         torch::cat({amax.reshape({1}), scaling.history.narrow(0, 0, history_len - 1)});
-  }
-  const torch::Tensor scale = torch::where(basis > 0, fmax / basis, torch::ones_like(basis));
-  const torch::Tensor q = (x.to(torch::kFloat32) * scale).clamp(-fmax, fmax).to(format);
+  ++scaling.calls;
   return {q, scale};
 }
 

@@ -8,11 +8,13 @@
 // fmax is the format's largest finite value (448 for e4m3, 57344 for e5m2); q = sat(x · s) in
 // fp8 and the GEMM multiplies its result by 1/(s_a · s_b).
 //  - delayed (Transformer Engine's DelayedScaling, amax_compute_algo "max", margin 0): amax is
-//    the largest of the last `history_len` amaxes of that operand (this step's excluded); until
-//    the history holds a non-zero amax (the first call) the operand's current amax. Every call
-//    then pushes the operand's current amax into its history. All on the device: no host sync.
-//  - tensorwise (Float8CurrentScaling; torchtitan's float8 "tensorwise"): the current amax.
-// An amax of 0 (an all-zero tensor) gives s = 1.
+//    the largest of the last `history_len` amaxes of that operand (this call's excluded); at the
+//    operand's first call, its current amax. Every call pushes the operand's current amax into
+//    its history. All on the device, no host sync; on CUDA one kernel per operand casts and
+//    takes the amax (dtwin's quantize_fp8 kernel, models/nn/kernels/).
+//  - tensorwise (Float8CurrentScaling; torchtitan's float8 "tensorwise"): the current amax (on
+//    CUDA a kernel for the amax, then the cast).
+// An amax of 0 (an all-zero tensor, or an all-zero history) gives s = 1.
 #pragma once
 
 #include <torch/types.h>
@@ -25,9 +27,10 @@
 namespace dtwin::nn {
 
 /// One operand's scaling state: its amax history [history_len] (fp32, newest first, zeros until
-/// filled) on the operand's device, created at the first call.
+/// filled) on the operand's device, created at the first call, and the calls so far.
 struct Fp8OperandScaling {
   torch::Tensor history;
+  std::int64_t calls = 0;
 };
 
 /// The scaling state of one fp8 linear layer: its input (e4m3), weight (e4m3) and output

@@ -21,6 +21,7 @@
 #include "runtime/calibrate/compute_replay.hpp"
 #include "runtime/calibrate/concurrency_probe.hpp"
 #include "runtime/calibrate/gemm_benchmark.hpp"
+#include "runtime/calibrate/host_op_timing.hpp"
 #include "runtime/calibrate/sample_statistics.hpp"
 #include "runtime/calibrate/stage_run.hpp"
 #include "runtime/calibrate/step_variation.hpp"
@@ -403,6 +404,9 @@ Profile measure_profile(const Scenario& scenario, const ProfileOptions& options)
   const Precision precision = scenario.training.precision;
   profile.gemms = measure_gemms(model_gemms(scenario.model, scenario.layout, precision),
                                 nn::dtype_of(precision), device, options.warmup, options.repeats);
+  const HostOpSeconds host_op = measure_host_op_seconds(device);
+  profile.host_op_seconds = host_op.grad;
+  profile.host_op_seconds_no_grad = host_op.no_grad;
   if (!options.probe_command.empty()) {
     ConcurrencyFigures figures =
         measure_concurrency(scenario, profile.stages, options.probe_command);

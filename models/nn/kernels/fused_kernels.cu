@@ -2,10 +2,14 @@
 // for the rotary embeddings), fp32 arithmetic. The cross-entropy: one block per row, an online
 // softmax (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax") to find the
 // row's max and normaliser in one read, a second read to write the gradient in place (llm.c's
-// fused classifier, Karpathy 2024).
+// fused classifier, Karpathy 2024). fp8 quantisation: a grid-stride loop that casts with
+// saturation (cuda_fp8.h) and reduces |x| per block, one atomic max per block (non-negative
+// floats order as their bit patterns do).
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -121,7 +125,49 @@ __global__ void cross_entropy_kernel(T* logits, const std::int64_t* targets, flo
   }
 }
 
+constexpr unsigned kQuantizeBlocks = 132 * 8;  // H100 SXM's 132 SMs, 8 blocks each
+
+template <typename T>
+__global__ void quantize_fp8_kernel(const T* x, std::int64_t n, const float* scale,
+                                    __nv_fp8_interpretation_t format, __nv_fp8_storage_t* q,
+                                    float* amax) {
+  __shared__ float shared[kThreads / 32];
+  const float s = q != nullptr ? *scale : 0.0f;
+  float largest = 0.0f;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float v = load(x, i);
+    largest = fmaxf(largest, fabsf(v));
+    if (q != nullptr) q[i] = __nv_cvt_float_to_fp8(v * s, __NV_SATFINITE, format);
+  }
+  if (amax == nullptr) return;
+  for (int offset = 16; offset > 0; offset /= 2)
+    largest = fmaxf(largest, __shfl_xor_sync(0xffffffffu, largest, offset));
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = largest;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < kThreads / 32; ++w) largest = fmaxf(largest, shared[w]);
+  atomicMax(reinterpret_cast<int*>(amax), __float_as_int(largest));
+}
+
 }  // namespace
+
+void quantize_fp8(const void* x, std::int64_t n, bool bf16, const float* scale, bool e5m2, void* q,
+                  float* amax, void* stream) {
+  if (n == 0) return;
+  auto* s = static_cast<cudaStream_t>(stream);
+  const unsigned grid = std::min<unsigned>(blocks_for(n), kQuantizeBlocks);
+  const __nv_fp8_interpretation_t format = e5m2 ? __NV_E5M2 : __NV_E4M3;
+  auto* out = static_cast<__nv_fp8_storage_t*>(q);
+  if (bf16)
+    quantize_fp8_kernel<<<grid, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(x), n, scale,
+                                                  format, out, amax);
+  else
+    quantize_fp8_kernel<<<grid, kThreads, 0, s>>>(static_cast<const float*>(x), n, scale, format,
+                                                  out, amax);
+  check_launch("quantize_fp8");
+}
 
 void rotary(const void* x, const float* cos, const float* sin, void* y, std::int64_t rows,
             std::int64_t seq, std::int64_t heads, std::int64_t head_dim, bool bf16, bool transpose,

@@ -1,8 +1,9 @@
 // dtwin's own CUDA kernels (fused_kernels.cu, compiled by nvcc for Hopper), for the element-wise
-// and row-wise steps ATen has no fused kernel for: rotary embeddings, the SwiGLU product and the
-// cross-entropy's softmax with its gradient. Plain launchers on raw device pointers with no
-// LibTorch types, so that nvcc compiles them without LibTorch's headers; models/nn/fused_ops.cpp
-// checks the tensors and calls them on the current CUDA stream (`stream`: a cudaStream_t).
+// and row-wise steps ATen has no fused kernel for: rotary embeddings, the SwiGLU product, the
+// cross-entropy's softmax with its gradient, and fp8 quantisation with its amax. Plain launchers
+// on raw device pointers with no LibTorch types, so that nvcc compiles them without LibTorch's
+// headers; models/nn/fused_ops.cpp and fp8_linear.cpp check the tensors and call them on the
+// current CUDA stream (`stream`: a cudaStream_t).
 // Every element type is fp32 or bf16 (`bf16`), computing in fp32. Each launcher throws
 // std::runtime_error with CUDA's message when the launch fails.
 #pragma once
@@ -34,5 +35,12 @@ void swiglu_backward(const void* a, const void* b, const void* g, void* da, void
 /// [0, vocab) gives a NaN loss.
 void cross_entropy_rows(void* logits, const std::int64_t* targets, float* losses, std::int64_t rows,
                         std::int64_t vocab, float grad_scale, bool bf16, void* stream);
+
+/// fp8 quantisation in one pass over x [n] (contiguous): q[i] = x[i] · scale, saturated to the
+/// largest finite value of the format (e5m2 when `e5m2`, else e4m3) and rounded to nearest
+/// (fp8 stored as bytes), with `scale` a device fp32 scalar; and amax (a device fp32 scalar,
+/// zeroed by the caller) raised to max |x[i]|. q null: amax only; amax null: q only.
+void quantize_fp8(const void* x, std::int64_t n, bool bf16, const float* scale, bool e5m2, void* q,
+                  float* amax, void* stream);
 
 }  // namespace dtwin::nn::kernels
