@@ -14,12 +14,12 @@
 #
 # then, on the same machine (each stage may be its own call while the machine stays warm; `all`
 # runs unpack, tests, bench, predict, fp8 and host in one call, each even when one before
-# failed). Expected device time of `all`: about 8 min on an H100 (4 min by the stages' times on
-# 2026-11-26, plus about 1 min for the fused-kernel bench and 2-3 min for fp8 at ~0.5 s a step of
-# the 1.1B model), plus the machine's start:
+# failed). Expected device time of `all`: about 9 min on an H100 (4 min by the stages' times on
+# 2026-11-26, plus about 2 min for the fused and graphed benches and 2-3 min for fp8 at ~0.5 s a
+# step of the 1.1B model), plus the machine's start:
 #   bash bench/gpu_acceptance.sh tests      # the equivalence, bf16 and CUDA-kernel tests
-#   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager, composite
-#                                           # and fused kernels (runtime.fused_kernels)
+#   bash bench/gpu_acceptance.sh bench      # tokens/s and MFU against PyTorch eager: composite,
+#                                           # fused kernels, fused kernels in CUDA graphs
 #   bash bench/gpu_acceptance.sh predict    # dtwin run on the three H100 scenarios
 #   bash bench/gpu_acceptance.sh fp8        # h100-1b in bf16 and fp8: loss and step time
 #   bash bench/gpu_acceptance.sh host       # host µs per operator: CPU and GPU tensors (1 min)
@@ -96,6 +96,7 @@ case "$1" in
     # dtwin's CUDA kernels against their CPU references (hidden from CTest: [.cuda]), and the
     # fp8 linear layer's CPU cases.
     "$build_dir/tests/dtwin_torch_tests" "[cuda]" 2>&1 | tee -a "$out/tests-cuda.log"
+    (cd "$build_dir/tests" && ./dtwin_train_tests "[cuda]" 2>&1) | tee -a "$out/tests-cuda.log"
     ;;
   bench)
     for scenario in h100-single h100-124m; do
@@ -103,6 +104,9 @@ case "$1" in
         tee "$out/bench-$scenario.md"
       python3 bench/train_vs_pytorch.py "$dtwin" 30 --scenario "scenarios/$scenario.yaml" \
         --set runtime.fused_kernels=true 2>&1 | tee "$out/bench-$scenario-fused.md"
+      python3 bench/train_vs_pytorch.py "$dtwin" 30 --scenario "scenarios/$scenario.yaml" \
+        --set runtime.fused_kernels=true --set runtime.cuda_graphs=true 2>&1 |
+        tee "$out/bench-$scenario-fused-graphs.md"
     done
     ;;
   fp8)

@@ -60,6 +60,14 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
        "training.fp8_recipe",
        "delayed or tensorwise (the runtime scales fp8 operands per tensor; blockwise and mxfp8 "
        "are simulated only)"},
+      {!r.cuda_graphs ||
+           (r.device == RuntimeDevice::Cuda && scenario.world_size() == 1 &&
+            l.schedule == sched::ScheduleKind::OneFOneB && l.zero == 0 &&
+            l.recompute == Recompute::None && !m.moe.enabled() && !is_encoder(m.family)),
+       "runtime.cuda_graphs",
+       "false unless one rank trains a LLaMA without experts on a GPU (runtime.device cuda, world "
+       "size 1, schedule 1f1b, zero 0, recompute none): the graphs need static shapes and F and B "
+       "alternating on one stage"},
       {!t.fp8_param_gather, "training.fp8_param_gather",
        "false (fp8 parameter gathers are simulated only)"},
       {t.grad_precision == Precision::Fp32, "training.grad_precision",

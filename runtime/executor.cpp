@@ -12,6 +12,10 @@
 #include "schedules/send_release.hpp"
 #include "schedules/transfer.hpp"
 
+#if DTWIN_HAVE_CUDA
+#include "runtime/cuda/captured_passes.hpp"
+#endif
+
 namespace dtwin::rt {
 namespace {
 
@@ -79,6 +83,13 @@ Executor::Executor(const Scenario& scenario, const StagePartition& partition,
                 {ActionKind::REDUCE_GRAD, &Executor::reduce_gradients},
                 {ActionKind::OPTIM, &Executor::optimizer_step}},
       send_release_(sched::send_release_points(schedule, rank_)) {
+  if (scenario.runtime.cuda_graphs) {
+#if DTWIN_HAVE_CUDA
+    graphs_ = std::make_unique<cuda::CapturedPasses>(*stages_.at(0).module);
+#else
+    throw std::logic_error("runtime.cuda_graphs in a build without CUDA (DTWIN_CUDA=OFF)");
+#endif
+  }
   if (!scenario.layout.gradient_buckets()) return;
   const sched::ActionList& actions = schedule.ranks.at(rank_);
   for (std::size_t i = 0; i < actions.size(); ++i)
@@ -204,7 +215,9 @@ void Executor::forward(const Action& a) {
         static_cast<std::uint64_t>(a.microbatch);
     torch::manual_seed(splitmix64(scenario_.training.seed ^ splitmix64(global)));
   }
-  torch::Tensor output = stage.module->forward(input, last ? batch.targets : torch::Tensor());
+  torch::Tensor output = graphs_
+                             ? graphs_->forward(step_, input, batch.targets)
+                             : stage.module->forward(input, last ? batch.targets : torch::Tensor());
   if (last) {
     loss_sum_ += output.detach().to(torch::kFloat64);
     ++loss_count_;
@@ -221,7 +234,9 @@ void Executor::run_backward(const Action& a, bool split) {
   torch::Tensor output = take(outputs_, key, rank_, a, of("the output", ActionKind::F, a));
   {
     nn::StashGuard guard(stage_of(a).module->stash_slot(), split ? &stashes_[key] : nullptr);
-    if (last) {
+    if (last && graphs_) {
+      graphs_->backward(output, 1.0 / schedule_.layout.microbatches);
+    } else if (last) {
       (output / schedule_.layout.microbatches).backward();
     } else {
       output.backward(take(gradients_, key, rank_, a, of_microbatch("the output gradient", a)));

@@ -24,6 +24,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/data/training_data.hpp"
 #include "runtime/gradient_buckets.hpp"
+#include "runtime/pass_graphs.hpp"
 #include "runtime/rank_model.hpp"
 #include "schedules/schedule.hpp"
 #include "trace/timeline.hpp"
@@ -164,6 +165,8 @@ class Executor {
   // layout.overlap_grad_reduce: each stage's gradient buckets, armed for the stage's last B or
   // W in the rank's list (the index of that action).
   std::map<int, std::unique_ptr<GradientBuckets>> buckets_;
+  // runtime.cuda_graphs: the single stage's captured passes (null otherwise).
+  std::unique_ptr<PassGraphs> graphs_;
   std::map<int, std::size_t> last_gradient_;
   struct PendingSend {
     Works works;

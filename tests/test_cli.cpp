@@ -386,13 +386,19 @@ TEST_CASE("train, run and profile refuse fp8 with block scaling (simulated only)
     }
 }
 
-TEST_CASE("train refuses hybrid sharding (layout.dp_shard, simulated only), with exit 2") {
-  const std::string zero3 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/zero3-dp2.yaml";
-  const Result result = run_dtwin("train " + zero3 + " --set layout.dp_shard=1");
-  INFO(result.output);
-  CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Catch::Contains("layout.dp_shard") &&
-                                Catch::Contains("hybrid sharding, HSDP, is simulated only"));
+TEST_CASE("train refuses hybrid sharding and CUDA graphs beyond one GPU rank, with exit 2") {
+  const std::string scenarios = std::string(DTWIN_SOURCE_DIR) + "/scenarios/";
+  for (const auto& [args, key, expected] :
+       {std::tuple<std::string, std::string, std::string>{
+            "zero3-dp2.yaml --set layout.dp_shard=1", "layout.dp_shard",
+            "hybrid sharding, HSDP, is simulated only"},
+        {"quickstart.yaml --set runtime.cuda_graphs=true", "runtime.cuda_graphs",
+         "F and B alternating on one stage"}}) {
+    const Result result = run_dtwin("train " + scenarios + args);
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Catch::Contains(key) && Catch::Contains(expected));
+  }
 }
 
 TEST_CASE("train refuses a tensor-parallel size that does not divide the model, with exit 2") {

@@ -490,6 +490,21 @@ TEST_CASE("fused kernels train the single-rank model: pp=2 ZB-H1 and dp=2 1F1B")
   }
 }
 
+// On an H100/H200 (bench/gpu_acceptance.sh tests; hidden from CTest): from step 3 every
+// microbatch replays the captured forward and backward, which compute what the eager passes do.
+TEST_CASE("CUDA graphs replay one GPU rank's passes with the eager run's losses", "[.cuda]") {
+  const std::string args =
+      layout_args(1, 1, 4, "1f1b") + " --set training.steps=6 --set runtime.device=cuda";
+  for (const char* fused : {"false", "true"}) {
+    CAPTURE(fused);
+    const std::string kernels = std::string(" --set runtime.fused_kernels=") + fused;
+    const std::vector<double> eager = train(std::string("eager-") + fused, args + kernels);
+    check_equal(train(std::string("graphs-") + fused,
+                      args + kernels + " --set runtime.cuda_graphs=true"),
+                eager);
+  }
+}
+
 TEST_CASE("resuming a ZeRO run is refused before any rank starts (exit 2)") {
   const auto result = run_dtwin("train " + kQuickstart + kSmall + layout_args(2, 1, 2, "1f1b") +
                                 " --set layout.zero=2 --resume -o train-zero-resume");

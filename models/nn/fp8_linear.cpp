@@ -134,9 +134,9 @@ std::pair<torch::Tensor, torch::Tensor> quantize_fp8(const torch::Tensor& x,
     scale = scale_for(from_history ? scaling.history.max() : amax);
     q = (x.to(torch::kFloat32) * scale).clamp(-fmax, fmax).to(format);
   }
-  if (delayed)
-    scaling.history =
-        torch::cat({amax.reshape({1}), scaling.history.narrow(0, 0, history_len - 1)});
+  if (delayed)  // in place: a captured CUDA graph's replays read and write the same history
+    scaling.history.copy_(
+        torch::cat({amax.reshape({1}), scaling.history.narrow(0, 0, history_len - 1)}));
   ++scaling.calls;
   return {q, scale};
 }

@@ -233,6 +233,8 @@ struct RuntimeSpec {
   int threads = 0;  ///< intra-op threads per rank; 0 = the rank's share of the machine's cores
   /// A LLaMA's memory-bound steps as fused kernels (StageModule::use_fused_kernels).
   bool fused_kernels = false;
+  /// A single GPU rank's passes replayed from CUDA graphs (rt::PassGraphs).
+  bool cuda_graphs = false;
 };
 
 struct Scenario {

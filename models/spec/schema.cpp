@@ -588,6 +588,11 @@ std::vector<FieldSpec> make_fields() {
                         "each one kernel per pass (ATen's fused RMSNorm, dtwin's CUDA kernels)",
                         "--apply-rope-fusion --bias-swiglu-fusion --cross-entropy-loss-fusion"),
                    &S::runtime, &R::fused_kernels));
+  f.push_back(bind(flag("runtime.cuda_graphs",
+                        "one GPU rank's forward and backward captured once in CUDA graphs and "
+                        "replayed (LLaMA, one stage, 1f1b)",
+                        "--enable-cuda-graph"),
+                   &S::runtime, &R::cuda_graphs));
   return f;
 }
 
