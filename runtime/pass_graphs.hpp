@@ -22,8 +22,9 @@ class PassGraphs {
  public:
   virtual ~PassGraphs() = default;
   /// The loss of `module` on (ids, targets) int64 [b, s] in training step `step`: an eager
-  /// forward in the first steps, then a replay of the captured one (captured at the first call
-  /// of step kEagerSteps). The returned tensor is overwritten by the next forward.
+  /// forward in the first kEagerSteps steps this process runs (a resumed run's too), then a
+  /// replay of the captured one (captured at the next step's first call). The returned tensor
+  /// is overwritten by the next forward.
   virtual torch::Tensor forward(std::int64_t step, const torch::Tensor& ids,
                                 const torch::Tensor& targets) = 0;
   /// The backward of `loss` (the last forward's result) times `scale`, accumulating into the

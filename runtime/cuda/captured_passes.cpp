@@ -38,7 +38,11 @@ void CapturedPasses::capture(at::cuda::CUDAGraph& graph, c10::MempoolId_t pool,
 
 torch::Tensor CapturedPasses::forward(std::int64_t step, const torch::Tensor& ids,
                                       const torch::Tensor& targets) {
-  replayed_ = step >= kEagerSteps;
+  if (step != last_step_) {  // steps counted in this process: a resumed run starts eager too
+    last_step_ = step;
+    ++steps_;
+  }
+  replayed_ = steps_ > kEagerSteps;
   if (!replayed_) return module_.forward(ids, targets);
   if (!forward_captured_) {
     ids_ = ids.clone();
