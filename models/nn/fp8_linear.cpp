@@ -127,7 +127,7 @@ std::pair<torch::Tensor, torch::Tensor> quantize_fp8(const torch::Tensor& x,
     kernels::quantize_fp8(in.data_ptr(), in.numel(), bf16, scale.data_ptr<float>(), e5m2,
                           q.data_ptr(), from_history ? amax.data_ptr<float>() : nullptr, stream);
 #else
-    TORCH_CHECK(false, "quantize_fp8: this build has no CUDA code (DTWIN_CUDA=OFF)");
+    throw std::logic_error("quantize_fp8: this build has no CUDA code (DTWIN_CUDA=OFF)");
 #endif
   } else {
     amax = x.abs().max().to(torch::kFloat32);

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #if DTWIN_HAVE_CUDA
@@ -23,7 +24,7 @@ bool on_cuda(const torch::Tensor& t) {
 #if DTWIN_HAVE_CUDA
   return true;
 #else
-  TORCH_CHECK(false, "dtwin's fused kernels: this build has no CUDA code (DTWIN_CUDA=OFF)");
+  throw std::logic_error("dtwin's fused kernels: this build has no CUDA code (DTWIN_CUDA=OFF)");
 #endif
 }
 
