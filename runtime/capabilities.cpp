@@ -1,5 +1,7 @@
 #include "runtime/capabilities.hpp"
 
+#include <cstdint>
+
 #include "base/user_error.hpp"
 #include "runtime/rank_device.hpp"
 #include "schedules/schedule.hpp"
@@ -18,6 +20,14 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
   const ModelSpec& m = scenario.model;
   const TrainingSpec& t = scenario.training;
   const LayoutSpec& l = scenario.layout;
+  // _scaled_mm's fp8 tensor cores take GEMMs whose every dimension is a multiple of 16: the
+  // layers' widths on a tensor-parallel member and the tokens of a microbatch.
+  const std::int64_t head_dim = m.n_heads > 0 ? m.d_model / m.n_heads : 0;
+  const auto by16 = [](std::int64_t n) { return n % 16 == 0; };
+  const bool fp8_shapes = t.precision != Precision::Fp8 || r.device != RuntimeDevice::Cuda ||
+                          (by16(m.d_model) && by16(m.d_model / l.tp) && by16(m.ffn_hidden / l.tp) &&
+                           by16(m.kv_heads() * head_dim / l.tp) &&
+                           by16(static_cast<std::int64_t>(l.micro_batch_size) * m.seq_len / l.cp));
   const Requirement requirements[] = {
       {r.backend == Backend::Gloo || r.device == RuntimeDevice::Cuda, "runtime.backend",
        "gloo on runtime.device cpu (NCCL needs cuda)"},
@@ -68,6 +78,9 @@ std::vector<Violation> runtime_violations(const Scenario& scenario,
        "false unless one rank trains a LLaMA without experts on a GPU (runtime.device cuda, world "
        "size 1, schedule 1f1b, zero 0, recompute none): the graphs need static shapes and F and B "
        "alternating on one stage"},
+      {fp8_shapes, "training.precision",
+       "bf16 unless d_model, and d_model, ffn_hidden and n_kv_heads x head size over layout.tp, "
+       "and micro_batch_size x seq_len over layout.cp are multiples of 16 (fp8 GEMMs on a GPU)"},
       {!t.fp8_param_gather, "training.fp8_param_gather",
        "false (fp8 parameter gathers are simulated only)"},
       {t.grad_precision == Precision::Fp32, "training.grad_precision",

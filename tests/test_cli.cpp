@@ -373,16 +373,22 @@ TEST_CASE("simulate costs a mixture of experts") {
   CHECK(std::filesystem::exists("simulate-moe/predicted.summary.json"));
 }
 
-TEST_CASE("train, run and profile refuse fp8 with block scaling (simulated only), with exit 2") {
+TEST_CASE(
+    "train, run and profile refuse fp8 with block scaling (simulated only) or GEMMs off 16, with "
+    "exit 2") {
   const std::string h100 = std::string(DTWIN_SOURCE_DIR) + "/scenarios/h100-single.yaml";
   for (const char* command : {"train ", "run ", "profile "})
-    for (const char* recipe : {"blockwise", "mxfp8"}) {
-      const Result result = run_dtwin(command + h100 + " --set training.precision=fp8" +
-                                      " --set training.fp8_recipe=" + recipe);
-      INFO(command << recipe << "\n" << result.output);
+    for (const auto& [sets, key, expected] :
+         {std::tuple<std::string, std::string, std::string>{
+              " --set training.fp8_recipe=blockwise", "training.fp8_recipe",
+              "blockwise and mxfp8 are simulated only"},
+          {" --set training.fp8_recipe=mxfp8", "training.fp8_recipe",
+           "blockwise and mxfp8 are simulated only"},
+          {" --set model.ffn_hidden=760", "training.precision", "are multiples of 16"}}) {
+      const Result result = run_dtwin(command + h100 + " --set training.precision=fp8" + sets);
+      INFO(command << sets << "\n" << result.output);
       CHECK(result.exit_code == 2);
-      CHECK_THAT(result.output, Catch::Contains("training.fp8_recipe") &&
-                                    Catch::Contains("blockwise and mxfp8 are simulated only"));
+      CHECK_THAT(result.output, Catch::Contains(key) && Catch::Contains(expected));
     }
 }
 
