@@ -463,21 +463,20 @@ TEST_CASE("bf16 training tracks fp32 within 1% over 50 steps, single rank and pp
 
 // fp8 needs a device with fp8 tensor cores in the scenario (the H100's description); the ranks
 // run on the CPU, where ATen emulates _scaled_mm. Under ZB-H1 the deferred W multiplies the
-// dequantised inputs in bf16 (models/nn/fp8_linear.hpp).
-TEST_CASE("fp8 training tracks bf16 within 1% over 50 steps, single rank and pp=2 ZB-H1") {
+// dequantised inputs in bf16 (models/nn/fp8_linear.hpp). One layout: the ASan build takes 105 s
+// a layout (test_fp8_linear.cpp trains a single-rank model in fp8).
+TEST_CASE("fp8 training tracks bf16 within 1% over 50 steps, pp=2 ZB-H1") {
   const std::string setup =
       " --set training.steps=50 --set layout.micro_batch_size=4 --set model.n_layers=2"
       " --set cluster.device.model=h100-sxm --set cluster.device.kind=gpu";
-  for (const std::string& layout : {layout_args(1, 1, 4, "1f1b"), layout_args(1, 2, 4, "zb-h1")}) {
-    const std::vector<double> bf16 =
-        train("fp8-bf16-50", layout + setup + " --set training.precision=bf16");
-    const std::vector<double> fp8 =
-        train("fp8-50", layout + setup + " --set training.precision=fp8");
-    const double largest = dtwin::test::check_tracks(fp8, bf16, 0.01);
-    WARN("largest relative difference " << largest);
-    CHECK(largest > 0);                     // computed in fp8
-    CHECK(fp8.back() < 0.9 * fp8.front());  // and it learns
-  }
+  const std::string layout = layout_args(1, 2, 4, "zb-h1");
+  const std::vector<double> bf16 =
+      train("fp8-bf16-50", layout + setup + " --set training.precision=bf16");
+  const std::vector<double> fp8 = train("fp8-50", layout + setup + " --set training.precision=fp8");
+  const double largest = dtwin::test::check_tracks(fp8, bf16, 0.01);
+  WARN("largest relative difference " << largest);
+  CHECK(largest > 0);                     // computed in fp8
+  CHECK(fp8.back() < 0.9 * fp8.front());  // and it learns
 }
 
 // The fused head computes its weight gradient in the forward, so under ZB-H1 W has one layer
@@ -499,9 +498,9 @@ TEST_CASE("CUDA graphs replay one GPU rank's passes with the eager run's losses"
     CAPTURE(fused);
     const std::string kernels = std::string(" --set runtime.fused_kernels=") + fused;
     const std::vector<double> eager = train(std::string("eager-") + fused, args + kernels);
-    check_equal(train(std::string("graphs-") + fused,
-                      args + kernels + " --set runtime.cuda_graphs=true"),
-                eager);
+    check_equal(
+        train(std::string("graphs-") + fused, args + kernels + " --set runtime.cuda_graphs=true"),
+        eager);
   }
 }
 
