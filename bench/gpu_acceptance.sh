@@ -121,11 +121,12 @@ case "$1" in
       cp "out/bench-gpu/$scenario/report.md" "$out/report-$scenario.md" || true
     done
     # The launch-bound model from the profile: the analytic simulation with the device
-    # description the profile fitted (its GEMM efficiency and host seconds per operator,
-    # *.device.yaml beside the profile) against the measured step.
+    # description the run's profile fitted (its GEMM efficiency and host seconds per operator,
+    # OUT/profile.device.yaml) against the measured step.
     for scenario in h100-single h100-124m; do
-      fitted="$(find "out/bench-gpu/$scenario" -name '*.device.yaml' | head -1)"
-      [ -n "$fitted" ] || { echo "$scenario: no fitted device description" | tee -a "$out/predict.md"; continue; }
+      fitted="out/bench-gpu/$scenario/profile.device.yaml"
+      [ -f "$fitted" ] || { echo "$scenario: no fitted device description" | tee -a "$out/predict.md"; continue; }
+      cp "$fitted" "$out/$scenario.device.yaml"
       "$dtwin" simulate "scenarios/$scenario.yaml" --set "cluster.device.model=$PWD/$fitted" \
         -o "$out/analytic-$scenario" > /dev/null
       python3 - "$out/analytic-$scenario/predicted.summary.json" "out/bench-gpu/$scenario/compare.json" \

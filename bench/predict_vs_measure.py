@@ -37,8 +37,10 @@ OUT = "out/bench-gpu" if GPU else "out/bench"
 
 def run(scenario, out, extra=()):
     """`dtwin run` one scenario; returns its compare.json."""
+    # On the GPU every run measures its own profile (the acceptance's median of 3 runs, each with
+    # its own profile), where the cache would give a warm machine's later runs the first's.
     args = [DTWIN, "run", f"scenarios/{scenario}.yaml", "-o", out,
-            "--set", f"training.steps={STEPS}", *extra]
+            "--set", f"training.steps={STEPS}", *(["--reprofile"] if GPU else []), *extra]
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "compare.json")) as f:
         return json.load(f)

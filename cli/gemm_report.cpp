@@ -20,8 +20,19 @@ std::string report_gemms(const Scenario& scenario, const Profile& profile,
   const double achieved = achieved_gemm_flops(profile.gemms);
   std::printf("GEMMs together: %.3f TFLOP/s, %.1f%% of cluster.device.peak_flops (%.3g FLOP/s)\n",
               achieved / 1e12, 100 * achieved / device.peak_flops, device.peak_flops);
-  if (!device.description) return "";
-  DeviceDescription fitted = *device.description;
+  const std::string path =
+      std::filesystem::path(profile_path).replace_extension(".device.yaml").string();
+  const std::string changed = save_fitted_description(scenario, profile, path);
+  if (changed.empty()) return "";
+  std::printf("%s; wrote %s\n", changed.c_str(), path.c_str());
+  return path;
+}
+
+std::string save_fitted_description(const Scenario& scenario, const Profile& profile,
+                                    const std::string& path) {
+  const auto& description = scenario.cluster.device.description;
+  if (profile.gemms.empty() || !description) return "";
+  DeviceDescription fitted = *description;
   const Precision precision = scenario.training.precision;
   fitted.gemm_efficiency = fitted_gemm_efficiency(fitted, profile.gemms, precision);
   std::string host;
@@ -34,19 +45,15 @@ std::string report_gemms(const Scenario& scenario, const Profile& profile,
     fitted.host_op_overhead = profile.host_op_seconds;
     fitted.host_op_overhead_no_grad = profile.host_op_seconds_no_grad;
   }
-  std::filesystem::path path = profile_path;
-  path.replace_extension(".device.yaml");
   save_device_description(
-      fitted, path.string(),
+      fitted, path,
       fmt::format("{} with gemm_efficiency fitted by `dtwin profile` of {} to the seconds of its "
                   "{} GEMMs at {}\n(was {}){}: name it as cluster.device.model to simulate other "
                   "layouts of this machine.",
-                  device.description->source, scenario.source, profile.gemms.size(),
-                  kPrecisionNames.name(precision), device.description->gemm_efficiency, host));
-  std::printf("gemm_efficiency fitted to them: %.4g (the device description's: %.4g)%s; wrote %s\n",
-              fitted.gemm_efficiency, device.description->gemm_efficiency, host.c_str(),
-              path.c_str());
-  return path.string();
+                  description->source, scenario.source, profile.gemms.size(),
+                  kPrecisionNames.name(precision), description->gemm_efficiency, host));
+  return fmt::format("gemm_efficiency fitted to them: {:.4g} (the device description's: {:.4g}){}",
+                     fitted.gemm_efficiency, description->gemm_efficiency, host);
 }
 
 }  // namespace dtwin

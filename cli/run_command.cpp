@@ -17,6 +17,7 @@
 #include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/compare_job.hpp"
+#include "cli/gemm_report.hpp"
 #include "cli/machine_load.hpp"
 #include "cli/memory_fit.hpp"
 #include "cli/output_dir.hpp"
@@ -138,10 +139,15 @@ int compare_plot_and_summarise(const Scenario& scenario, const std::string& dir,
   return 0;
 }
 
+// Simulates with the profile at `profile_path` into `dir`, and writes there the scenario's
+// device description fitted to that profile (OUT/profile.device.yaml, where the scenario names
+// one): this run's own, for `dtwin simulate --set cluster.device.model=...` of other layouts,
+// where the cache's beside a reused profile may have been fitted for another description.
 void simulate_with(Scenario scenario, const sched::Schedule& schedule,
                    const std::string& profile_path, const std::string& dir) {
   scenario.cluster.device.profile = profile_path;
   const std::optional<Profile> profile = scenario_profile(scenario);
+  save_fitted_description(scenario, *profile, dir + "/profile.device.yaml");
   simulate_and_write(scenario, schedule, profiled_options(scenario, &*profile), dir);
 }
 

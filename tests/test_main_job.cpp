@@ -26,15 +26,27 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
   const auto result = dtwin::test::run_dtwin(
       std::string("run ") + DTWIN_SOURCE_DIR + "/scenarios/quickstart.yaml --set training.steps=6" +
-      " --set model.d_model=96 --set model.n_heads=2 --set model.ffn_hidden=256 --data-dir " +
-      DTWIN_SOURCE_DIR + "/data --bracket -o " + dir);
+      " --set model.d_model=96 --set model.n_heads=2 --set model.ffn_hidden=256" +
+      " --set cluster.device.model=h100-sxm --data-dir " + DTWIN_SOURCE_DIR +
+      "/data --bracket -o " + dir);
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
-  for (const char* file : {"predicted.trace.json", "predicted.summary.json", "measured.trace.json",
-                           "measured.summary.json", "loss.csv", "compare.json", "report.md",
-                           "timeline.png", "loss.png", "profile-before.yaml", "profile-after.yaml",
-                           "after/predicted.summary.json", "after/predicted.trace.json"})
+  for (const char* file :
+       {"predicted.trace.json", "predicted.summary.json", "measured.trace.json",
+        "measured.summary.json", "loss.csv", "compare.json", "report.md", "timeline.png",
+        "loss.png", "profile-before.yaml", "profile-after.yaml", "after/predicted.summary.json",
+        "after/predicted.trace.json", "profile.device.yaml"})
     CHECK(std::filesystem::exists(dir + "/" + file));
+  // The device description fitted to the profile the prediction used (the one before training):
+  // its host seconds per operator and its GEMMs' efficiency, not the named description's.
+  const dtwin::Profile before = dtwin::load_profile(dir + "/profile-before.yaml");
+  const dtwin::DeviceDescription fitted =
+      dtwin::load_device_description(dir + "/profile.device.yaml", "");
+  CHECK(fitted.host_op_overhead == Approx(before.host_op_seconds).epsilon(1e-9));
+  CHECK(fitted.host_op_overhead_no_grad == Approx(before.host_op_seconds_no_grad).epsilon(1e-9));
+  CHECK(fitted.gemm_efficiency ==
+        dtwin::load_device_description(dir + "/profile-before.device.yaml", "").gemm_efficiency);
+  CHECK(fitted.gemm_efficiency != dtwin::load_device_description("h100-sxm", "").gemm_efficiency);
   CHECK_THAT(result.output, Catch::Contains("quickstart: predicted step") &&
                                 Catch::Contains("== 4/6 profile after training") &&
                                 Catch::Contains("bracket: predicted"));
