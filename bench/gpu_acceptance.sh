@@ -123,9 +123,10 @@ case "$1" in
     runs="${PREDICT_RUNS:-3}"
     for run in $(seq 1 "$runs"); do
       python3 bench/predict_vs_measure.py --gpu "$dtwin" 30 2>&1 | tee "$out/predict-$run.md"
-      for scenario in h100-single h100-124m h100-pp4-shared; do
-        cp "out/bench-gpu/$scenario/report.md" "$out/report-$scenario-$run.md" || true
-        cp "out/bench-gpu/$scenario/compare.json" "$out/compare-$scenario-$run.json" || true
+      for dir in out/bench-gpu/*/; do
+        scenario="$(basename "$dir")"
+        cp "$dir/report.md" "$out/report-$scenario-$run.md" || true
+        cp "$dir/compare.json" "$out/compare-$scenario-$run.json" || true
       done
       # The launch-bound model from the profile: the analytic simulation with the device
       # description the run's profile fitted (its GEMM efficiency and host seconds per operator,

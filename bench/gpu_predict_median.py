@@ -7,14 +7,14 @@ its own profile). Errors are predicted / measured - 1.
 
 Usage: python3 bench/gpu_predict_median.py DIR RUNS
   DIR holds compare-SCENARIO-RUN.json (dtwin run's compare.json) and, for the analytic model,
-  analytic-SCENARIO-RUN/predicted.summary.json, RUN = 1..RUNS.
+  analytic-SCENARIO-RUN/predicted.summary.json, RUN = 1..RUNS; the scenarios are those of the
+  compare files, a run without one shown as —.
 """
 import json
 import os
+import re
 import statistics
 import sys
-
-SCENARIOS = ("h100-single", "h100-124m", "h100-pp4-shared")
 
 
 def load(path):
@@ -26,12 +26,14 @@ def load(path):
 
 
 def cell(errors):
-    """'e1, e2, e3 (median m)' of the runs that have a figure; '—' when none has."""
+    """'e1, e2, e3 (median m)' over the runs that have a figure ('median of k' when only k of
+    them have); '—' when none has."""
     figures = [e for e in errors if e is not None]
     if not figures:
         return "—"
     runs = ", ".join("—" if e is None else f"{e:+.1%}" for e in errors)
-    return f"{runs} (median {statistics.median(figures):+.1%})"
+    of = "" if len(figures) == len(errors) else f" of {len(figures)}:"
+    return f"{runs} (median{of} {statistics.median(figures):+.1%})"
 
 
 def main(argv):
@@ -41,7 +43,8 @@ def main(argv):
     print("| scenario | dtwin run: error per run (median) | analytic, fitted description: error "
           "per run (median) |")
     print("|---|---|---|")
-    for scenario in SCENARIOS:
+    names = (re.fullmatch(r"compare-(.+)-\d+\.json", f) for f in os.listdir(folder))
+    for scenario in sorted({m.group(1) for m in names if m}):
         profiled, analytic = [], []
         for run in range(1, runs + 1):
             compare = load(os.path.join(folder, f"compare-{scenario}-{run}.json"))

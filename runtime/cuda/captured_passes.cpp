@@ -38,11 +38,8 @@ void CapturedPasses::capture(at::cuda::CUDAGraph& graph, c10::MempoolId_t pool,
 
 torch::Tensor CapturedPasses::forward(std::int64_t step, const torch::Tensor& ids,
                                       const torch::Tensor& targets) {
-  if (step != last_step_) {  // steps counted in this process: a resumed run starts eager too
-    last_step_ = step;
-    ++steps_;
-  }
-  replayed_ = steps_ > kEagerSteps;
+  if (first_step_ < 0) first_step_ = step;  // this process's first: a resumed run's starts eager
+  replayed_ = step - first_step_ >= kEagerSteps;
   if (!replayed_) return module_.forward(ids, targets);
   if (!forward_captured_) {
     ids_ = ids.clone();

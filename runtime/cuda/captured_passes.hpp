@@ -30,10 +30,10 @@ class CapturedPasses : public PassGraphs {
   c10::cuda::CUDAStream side_;
   at::cuda::CUDAGraph forward_graph_, backward_graph_;
   bool forward_captured_ = false, backward_captured_ = false;
-  bool replayed_ = false;                    ///< the last forward was a replay
-  std::int64_t last_step_ = -1, steps_ = 0;  ///< the last step seen, the steps seen so far
-  double scale_ = 0;                         ///< the scale the backward graph was captured with
-  torch::Tensor ids_, targets_, loss_;       ///< the graphs' static input and output buffers
+  bool replayed_ = false;               ///< the last forward was a replay
+  std::int64_t first_step_ = -1;        ///< the first step this process ran
+  double scale_ = 0;                    ///< the scale the backward graph was captured with
+  torch::Tensor ids_, targets_, loss_;  ///< the graphs' static input and output buffers
 };
 
 }  // namespace dtwin::rt::cuda
